@@ -1,0 +1,21 @@
+/** @type {import('jest').Config} */
+const swc = {
+  jsc: {
+    target: 'es2022',
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+  },
+  module: { type: 'es6' },
+};
+
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

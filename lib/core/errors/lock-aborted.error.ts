@@ -1,0 +1,14 @@
+import { LockError } from './lock.error.js';
+import { formatResources } from './resource-busy.error.js';
+
+/** The caller's `AbortSignal` fired while acquiring; nothing is left on the nodes. */
+export class LockAbortedError extends LockError {
+  readonly code = 'ABORTED' as const;
+
+  constructor(
+    readonly resources: readonly string[],
+    reason: unknown,
+  ) {
+    super(`Acquiring ${formatResources(resources)} was aborted`, { cause: reason });
+  }
+}

@@ -1,0 +1,22 @@
+import type { AttemptReport } from '../outcome.js';
+import { LockError } from './lock.error.js';
+import { formatResources } from './resource-busy.error.js';
+
+/** Why a held lock was found lost: its validity ran out, or a majority no longer has its keys. */
+export type LostReason = 'expired' | 'keys-gone';
+
+/**
+ * The lock is no longer held: its validity ran out, or a majority of nodes no
+ * longer has this holder's keys. It is never silently re-acquired.
+ */
+export class LockLostError extends LockError {
+  readonly code = 'LOCK_LOST' as const;
+
+  constructor(
+    readonly resources: readonly string[],
+    readonly reason: LostReason | 'released',
+    readonly attempt?: AttemptReport,
+  ) {
+    super(`Lock on ${formatResources(resources)} is lost (${reason})`);
+  }
+}

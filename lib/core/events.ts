@@ -1,0 +1,93 @@
+import type { LostReason } from './errors/lock-lost.error.js';
+import type { LockErrorCode } from './errors/lock.error.js';
+
+interface LockEventBase {
+  /** Wall-clock time of the event, ms since the epoch. */
+  readonly at: number;
+  readonly resources: readonly string[];
+}
+
+interface HeldLockEventBase extends LockEventBase {
+  /** Public id of the lock (not its secret value), stable for the lock's life. */
+  readonly lockId: string;
+}
+
+/** A lock was taken. */
+export interface LockAcquiredEvent extends HeldLockEventBase {
+  readonly type: 'acquired';
+  readonly ttl: number;
+  readonly validity: number;
+  readonly attempts: number;
+  /** ms from the call to the lock being handed over, waits included. */
+  readonly elapsed: number;
+  readonly fencingToken: number | undefined;
+}
+
+/** An acquisition gave up: the resource is held by someone else. */
+export interface LockBusyEvent extends LockEventBase {
+  readonly type: 'busy';
+  readonly attempts: number;
+  readonly elapsed: number;
+}
+
+/** An acquisition gave up for another reason than a busy resource (nodes unreachable, aborted). */
+export interface LockAcquireFailedEvent extends LockEventBase {
+  readonly type: 'acquire-failed';
+  readonly code: LockErrorCode;
+  readonly attempts: number;
+  readonly elapsed: number;
+}
+
+export interface LockExtendedEvent extends HeldLockEventBase {
+  readonly type: 'extended';
+  readonly ttl: number;
+  readonly validity: number;
+  readonly elapsed: number;
+  /** Extensions of this lock so far, this one included. */
+  readonly extensions: number;
+}
+
+/** An extension did not reach a quorum; the lock stays valid until its validity ends. */
+export interface LockExtendFailedEvent extends HeldLockEventBase {
+  readonly type: 'extend-failed';
+  readonly code: LockErrorCode;
+  readonly validity: number;
+}
+
+export interface LockReleasedEvent extends HeldLockEventBase {
+  readonly type: 'released';
+  /** ms the lock was held. */
+  readonly heldFor: number;
+  readonly elapsed: number;
+  /** Nodes that confirmed the release (deleted the key or no longer had it). */
+  readonly confirmed: number;
+}
+
+/** The lock is no longer held: its signal has fired and it is no longer extended. */
+export interface LockLostEvent extends HeldLockEventBase {
+  readonly type: 'lost';
+  readonly reason: LostReason;
+}
+
+/** A node's connection reported an error (connection refused, auth failure...). */
+export interface NodeErrorEvent {
+  readonly type: 'node-error';
+  readonly at: number;
+  /** `host:port/db`, never credentials. */
+  readonly node: string;
+  readonly message: string;
+}
+
+export type LockEvent =
+  | LockAcquiredEvent
+  | LockBusyEvent
+  | LockAcquireFailedEvent
+  | LockExtendedEvent
+  | LockExtendFailedEvent
+  | LockReleasedEvent
+  | LockLostEvent
+  | NodeErrorEvent;
+
+export type LockEventType = LockEvent['type'];
+
+export type LockEventListener = (event: LockEvent) => void;

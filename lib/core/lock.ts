@@ -1,0 +1,222 @@
+import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
+import type { LockError } from './errors/lock.error.js';
+
+/** What a lock needs from the client that made it. */
+export interface LockOwner {
+  extend(lock: Lock, ttl?: number): Promise<Lock>;
+  release(lock: Lock): Promise<void>;
+  /** Called once when the lock is found lost (signal fired, extension stopped). */
+  lost(lock: Lock, reason: LostReason): void;
+  /** Called when an automatic extension fails but the lock may still be valid. */
+  extendFailed(lock: Lock, error: LockError): void;
+}
+
+export interface LockInit {
+  readonly id: string;
+  readonly resources: readonly string[];
+  readonly value: string;
+  readonly ttl: number;
+  /** `performance.now()` time after which the lock is no longer safe. */
+  readonly expiresAt: number;
+  readonly fencingToken: number | undefined;
+  readonly attempts: number;
+  readonly threshold: number;
+  readonly maxExtensions: number;
+}
+
+const secrets = new WeakMap<Lock, string>();
+
+/** The holder's secret value of a lock: for the client's scripts only, never for logs. */
+export function secretOf(lock: Lock): string {
+  return secrets.get(lock)!;
+}
+
+/**
+ * A held lock. Its `validity` says how long mutual exclusion can be relied on;
+ * its `signal` fires when the lock is lost (expired, keys gone, or extension
+ * impossible). Release it in a `finally`, or use `Redlock.using`.
+ *
+ * @example
+ * const lock = await redlock.acquire('invoice:42', 5000);
+ * try { await work(lock.signal, lock.fencingToken); } finally { await lock.release(); }
+ */
+export class Lock {
+  /** Public id of this lock (random, unrelated to the secret value), for events and logs. */
+  readonly id: string;
+  readonly resources: readonly string[];
+  /**
+   * Fencing token: strictly greater than the token of every acquisition of
+   * these resources that completed before this one started, as long as a
+   * majority of nodes kept its data. `undefined` when fencing is off.
+   */
+  readonly fencingToken: number | undefined;
+  /** Attempts it took to acquire. */
+  readonly attempts: number;
+  /** Wall-clock time it was acquired, ms since the epoch. */
+  readonly acquiredAt = Date.now();
+
+  private ttlMs: number;
+  private expiry: number;
+  private state: 'held' | 'released' | 'lost' = 'held';
+  private controller: AbortController | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private extendTimer: NodeJS.Timeout | undefined;
+  private autoExtending = false;
+  private extensionCount = 0;
+  private readonly threshold: number;
+  private readonly maxExtensions: number;
+
+  /** @internal Created by `Redlock`; not for user code. */
+  constructor(
+    private readonly owner: LockOwner,
+    init: LockInit,
+  ) {
+    this.id = init.id;
+    this.resources = init.resources;
+    this.fencingToken = init.fencingToken;
+    this.attempts = init.attempts;
+    this.ttlMs = init.ttl;
+    this.expiry = init.expiresAt;
+    this.threshold = init.threshold;
+    this.maxExtensions = init.maxExtensions;
+    secrets.set(this, init.value);
+  }
+
+  /** The ttl of the last acquire or extend, ms. */
+  get ttl(): number {
+    return this.ttlMs;
+  }
+
+  /** Milliseconds for which mutual exclusion still holds (0 once expired, released or lost). */
+  get validity(): number {
+    if (this.state !== 'held') return 0;
+    return Math.max(0, Math.floor(this.expiry - performance.now()));
+  }
+
+  /** Wall-clock estimate of the end of validity, ms since the epoch. */
+  get expiresAt(): number {
+    return Date.now() + this.validity;
+  }
+
+  get isHeld(): boolean {
+    return this.state === 'held' && this.expiry > performance.now();
+  }
+
+  get isLost(): boolean {
+    return this.state === 'lost';
+  }
+
+  /** Extensions made so far. */
+  get extensions(): number {
+    return this.extensionCount;
+  }
+
+  /**
+   * Fires when the lock is lost: its validity ran out without a successful
+   * extension, or the nodes no longer have its keys. Its `reason` is a
+   * `LockLostError`. A release does not fire it.
+   */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.state === 'lost') this.controller.abort(new LockLostError(this.resources, 'expired'));
+      else this.armExpiry();
+    }
+    return this.controller.signal;
+  }
+
+  /** Extends the lock to `ttl` ms from now (default: its last ttl) on a quorum of nodes. */
+  extend(ttl?: number): Promise<Lock> {
+    return this.owner.extend(this, ttl);
+  }
+
+  /** Deletes this holder's keys on every node. Idempotent. */
+  release(): Promise<void> {
+    return this.owner.release(this);
+  }
+
+  toJSON() {
+    return {
+      id: this.id,
+      resources: this.resources,
+      validity: this.validity,
+      fencingToken: this.fencingToken,
+      state: this.state,
+    };
+  }
+
+  /** @internal Records a successful extension. */
+  extended(ttl: number, expiresAt: number): void {
+    this.ttlMs = ttl;
+    this.expiry = expiresAt;
+    this.extensionCount++;
+    if (this.controller) this.armExpiry();
+    if (this.autoExtending) this.scheduleExtension();
+  }
+
+  /** @internal Marks the lock released and stops its timers; false when it already was. */
+  markReleased(): boolean {
+    if (this.state === 'released') return false;
+    this.state = 'released';
+    this.stopTimers();
+    return true;
+  }
+
+  /** @internal Marks the lock lost, fires its signal; false when it already was released or lost. */
+  markLost(reason: LostReason): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'lost';
+    this.stopTimers();
+    this.controller?.abort(new LockLostError(this.resources, reason));
+    return true;
+  }
+
+  /** @internal Keeps the lock extended until it is released or lost. */
+  startAutoExtend(): void {
+    if (this.autoExtending || this.state !== 'held') return;
+    this.autoExtending = true;
+    this.armExpiry();
+    this.scheduleExtension();
+  }
+
+  private scheduleExtension(delay = this.expiry - performance.now() - this.ttlMs * this.threshold): void {
+    clearTimeout(this.extendTimer);
+    if (this.state !== 'held' || this.extensionCount >= this.maxExtensions) return;
+    this.extendTimer = setTimeout(() => this.autoExtend(), Math.max(0, delay));
+    this.extendTimer.unref();
+  }
+
+  private autoExtend(): void {
+    this.owner.extend(this).then(
+      () => undefined,
+      (error: LockError) => {
+        if (this.state !== 'held') return;
+        if (error.code === 'LOCK_LOST') return; // the owner marked it lost already
+        this.owner.extendFailed(this, error);
+        // Try again soon while the lock may still be valid; expiry ends it otherwise.
+        this.scheduleExtension(Math.min(Math.max(10, this.validity / 4), 1000));
+      },
+    );
+  }
+
+  /** One timer per watched lock declares it lost at the end of its validity. */
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    if (this.state !== 'held') return;
+    this.expiryTimer = setTimeout(
+      () => {
+        if (this.state !== 'held') return;
+        if (this.expiry <= performance.now() + 1) this.owner.lost(this, 'expired');
+        else this.armExpiry(); // the timer fired early, or the lock was extended meanwhile
+      },
+      Math.max(0, this.expiry - performance.now()),
+    );
+    this.expiryTimer.unref();
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.expiryTimer);
+    clearTimeout(this.extendTimer);
+    this.expiryTimer = this.extendTimer = undefined;
+  }
+}

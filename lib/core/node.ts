@@ -1,0 +1,126 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Script } from './scripts.js';
+
+/** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * One Redlock node, as given by the user: an ioredis client (left open by
+ * `close()`), a connection URL or an ioredis options object (connected and
+ * closed by the lock client).
+ */
+export type NodeSpec = RedisClient | string | RedisOptions;
+
+/** Settings the client applies to connections it opens itself (overridable per node). */
+const OWNED_DEFAULTS: RedisOptions = {
+  lazyConnect: true,
+  // A down node must answer "no" at once instead of queueing commands that
+  // would be sent, stale, after it comes back.
+  enableOfflineQueue: false,
+  // A resent acquire is harmless (the scripts are idempotent) but pointless.
+  autoResendUnfulfilledCommands: false,
+};
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+/**
+ * One node of the quorum: its client, a log-safe label and what tells two
+ * nodes apart. Knows how to run a script by SHA; knows nothing of quorums.
+ */
+export class LockNode {
+  /** `host:port/db`, for reports and logs; never credentials. */
+  readonly label: string;
+  /** Same server, same database: two specs with one identity are one node. */
+  readonly identity: string;
+  private readonly firstReady: Promise<void> | undefined;
+
+  private constructor(
+    readonly client: RedisClient,
+    readonly owned: boolean,
+  ) {
+    this.identity = identityOf(client);
+    this.label = this.identity;
+    if (owned) {
+      // Until the first connection is up, wait for it instead of failing at once
+      // (offline queue is off); after a first failure, fail fast like a down node.
+      this.firstReady = new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          client.off('error', onError);
+          resolve();
+        };
+        const onError = (error: Error) => {
+          client.off('ready', onReady);
+          reject(error);
+        };
+        client.once('ready', onReady);
+        client.once('error', onError);
+      });
+      this.firstReady.catch(() => undefined);
+    }
+  }
+
+  static from(spec: NodeSpec): LockNode {
+    if (spec instanceof Redis || spec instanceof Cluster) return new LockNode(spec, false);
+    const client =
+      typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
+    return new LockNode(client, true);
+  }
+
+  /**
+   * Starts connecting a lazy client. Resolves true once it is ready, false when
+   * its first connection failed; a user's client is never waited for.
+   */
+  connect(): Promise<boolean> {
+    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+    if (!this.firstReady) return Promise.resolve(true);
+    return this.firstReady.then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.firstReady && this.client.status !== 'ready') await this.firstReady;
+    try {
+      return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      // EVAL also caches the script on the node: the next call goes by SHA again.
+      return await this.client.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  /**
+   * Closes the connection if the lock client opened it (politely, but without
+   * waiting more than `timeout` ms on a hung node); leaves the user's clients open.
+   */
+  async close(timeout: number): Promise<void> {
+    if (!this.owned) return;
+    if (this.client.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.client.quit().catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, timeout))),
+      ]);
+      clearTimeout(timer);
+    }
+    this.client.disconnect();
+  }
+}
+
+function identityOf(client: RedisClient): string {
+  if (client instanceof Cluster) {
+    const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map((n) =>
+      typeof n === 'string' ? n : `${hostOf((n as { host?: string }).host)}:${(n as { port?: number }).port ?? 6379}`,
+    );
+    return `cluster(${seeds.sort().join(',')})`;
+  }
+  const { host, port, path, db } = client.options;
+  const where = path ? `unix:${path}` : `${hostOf(host)}:${port ?? 6379}`;
+  return `${where}/${db ?? 0}`;
+}
+
+function hostOf(host: string | undefined): string {
+  if (!host) return '127.0.0.1';
+  return LOOPBACK.has(host) ? '127.0.0.1' : host.toLowerCase();
+}

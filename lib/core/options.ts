@@ -1,0 +1,164 @@
+import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import type { LockEventListener } from './events.js';
+import type { NodeSpec } from './node.js';
+
+/** Longest ttl Redis accepts for `PX` without overflowing its expire time. */
+export const MAX_TTL = 2 ** 46;
+
+/** How an acquisition retries while the resource is busy. */
+export interface RetryOptions {
+  /** Retries after the first attempt; 0 = try once. Default 10. */
+  readonly retryCount?: number;
+  /** Base delay between attempts, ms. Default 200. */
+  readonly retryDelay?: number;
+  /** Random extra delay added to each wait, uniform in [0, retryJitter) ms. Default 100. */
+  readonly retryJitter?: number;
+  /** Upper bound for the whole acquisition, all attempts and waits included, ms. Default: none. */
+  readonly acquireTimeout?: number;
+}
+
+export interface RedlockOptions extends RetryOptions {
+  /**
+   * The independent nodes (N >= 1; quorum floor(N/2)+1): ioredis clients
+   * (left open by `close()`), URLs or ioredis options (opened and closed here).
+   */
+  readonly nodes: readonly NodeSpec[];
+  /** Namespace of every key this client writes. Default `'redlock:'`. */
+  readonly prefix?: string;
+  /** Ttl used when `acquire` gets none, ms. Default 10 000. */
+  readonly ttl?: number;
+  /** Clock drift allowance as a fraction of the ttl, in [0, 1). Default 0.01. */
+  readonly driftFactor?: number;
+  /** Per-node timeout, ms. Default: derived from the ttl (1% of it, within 25-250 ms and at most ttl/4). */
+  readonly nodeTimeout?: number;
+  /**
+   * Fencing tokens: `true` (default) gives every lock a token that grows across
+   * acquisitions of its resources; `false` turns the counters off.
+   */
+  readonly fencing?: boolean;
+  /** How long an unused resource's fencing counter is kept, ms. Default 7 days. */
+  readonly fencingRetention?: number;
+  /** Automatic extension, for `using` and `autoExtend` locks. */
+  readonly autoExtend?: AutoExtendOptions;
+  /** Receives every lock event; errors thrown by it are ignored. */
+  readonly onEvent?: LockEventListener;
+}
+
+export interface AutoExtendOptions {
+  /** Extend when this fraction of the ttl remains, in (0, 1). Default 0.5. */
+  readonly threshold?: number;
+  /** Most extensions per lock; `Infinity` for no bound. Default `Infinity`. */
+  readonly maxExtensions?: number;
+}
+
+/** Per-call settings of `acquire`. */
+export interface AcquireOptions extends RetryOptions {
+  /** Per-node timeout for this call, ms. */
+  readonly nodeTimeout?: number;
+  /** Stops waiting and retrying; nothing is left on the nodes. */
+  readonly signal?: AbortSignal;
+  /** Keep the lock alive until it is released (see `AutoExtendOptions`). Default false. */
+  readonly autoExtend?: boolean;
+}
+
+/** Options after defaults, as the client uses them. */
+export interface ResolvedOptions {
+  readonly prefix: string;
+  readonly ttl: number;
+  readonly driftFactor: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly acquireTimeout: number | undefined;
+  readonly nodeTimeout: number | undefined;
+  readonly fencingRetention: number;
+  readonly threshold: number;
+  readonly maxExtensions: number;
+}
+
+export const DEFAULTS = Object.freeze({
+  prefix: 'redlock:',
+  ttl: 10_000,
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  fencingRetention: 7 * 24 * 3600 * 1000,
+  threshold: 0.5,
+  maxExtensions: Infinity,
+});
+
+export function checkTtl(value: unknown, name = 'ttl'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TTL) {
+    throw new InvalidArgumentError(name, `a positive integer number of milliseconds up to ${MAX_TTL}`, value);
+  }
+  return value;
+}
+
+function integerIn(name: string, value: unknown, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(name, `an integer from ${min} to ${max}`, value);
+  }
+  return value;
+}
+
+function optionalTimeout(name: string, value: unknown): number | undefined {
+  return value === undefined ? undefined : checkTtl(value, name);
+}
+
+/** Retry settings of one call, falling back to the client's. */
+export function resolveRetry(options: RetryOptions, base: RetryOptions & { retryCount: number; retryDelay: number; retryJitter: number }) {
+  return {
+    retryCount: integerIn('retryCount', options.retryCount, 0, 1_000_000, base.retryCount),
+    retryDelay: integerIn('retryDelay', options.retryDelay, 0, MAX_TTL, base.retryDelay),
+    retryJitter: integerIn('retryJitter', options.retryJitter, 0, MAX_TTL, base.retryJitter),
+    acquireTimeout: optionalTimeout('acquireTimeout', options.acquireTimeout) ?? base.acquireTimeout,
+  };
+}
+
+/** Validates the client's options once, at construction. */
+export function resolveOptions(options: RedlockOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', 'an object with a `nodes` array', options);
+  }
+  const prefix = options.prefix ?? DEFAULTS.prefix;
+  if (typeof prefix !== 'string' || prefix.length > 256) {
+    throw new InvalidArgumentError('prefix', 'a string of at most 256 characters', prefix);
+  }
+  const driftFactor = options.driftFactor ?? DEFAULTS.driftFactor;
+  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 1)) {
+    throw new InvalidArgumentError('driftFactor', 'a number in [0, 1)', driftFactor);
+  }
+  const auto = options.autoExtend ?? {};
+  const threshold = auto.threshold ?? DEFAULTS.threshold;
+  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1)) {
+    throw new InvalidArgumentError('autoExtend.threshold', 'a number in (0, 1)', threshold);
+  }
+  const maxExtensions = auto.maxExtensions ?? DEFAULTS.maxExtensions;
+  if (typeof maxExtensions !== 'number' || !(maxExtensions === Infinity || (Number.isInteger(maxExtensions) && maxExtensions >= 0))) {
+    throw new InvalidArgumentError('autoExtend.maxExtensions', 'a non-negative integer or Infinity', maxExtensions);
+  }
+  if (options.fencing !== undefined && typeof options.fencing !== 'boolean') {
+    throw new InvalidArgumentError('fencing', 'a boolean', options.fencing);
+  }
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
+    throw new InvalidArgumentError('onEvent', 'a function', options.onEvent);
+  }
+  const retry = resolveRetry(options, { ...DEFAULTS, acquireTimeout: undefined });
+  return {
+    prefix,
+    ttl: options.ttl === undefined ? DEFAULTS.ttl : checkTtl(options.ttl),
+    driftFactor,
+    ...retry,
+    nodeTimeout: optionalTimeout('nodeTimeout', options.nodeTimeout),
+    fencingRetention:
+      options.fencing === false
+        ? 0
+        : options.fencingRetention === undefined
+          ? DEFAULTS.fencingRetention
+          : checkTtl(options.fencingRetention, 'fencingRetention'),
+    threshold,
+    maxExtensions,
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * What one node did in one round. `ok` is a yes vote; `busy` means another
+ * holder's key is there; `not-held` means this holder's key is not there (extend,
+ * release); `error` and `timeout` mean no answer that counts; `pending` means the
+ * round was decided (quorum reached or impossible) before this node answered.
+ */
+export type NodeOutcome = 'ok' | 'busy' | 'not-held' | 'error' | 'timeout' | 'pending';
+
+export interface NodeReport {
+  /** `host:port/db` of the node; never credentials. */
+  readonly node: string;
+  readonly outcome: NodeOutcome;
+  /** Milliseconds from sending to this node's answer; absent when it had not answered. */
+  readonly ms?: number;
+  /** The node's error message, for `error`. */
+  readonly error?: string;
+}
+
+export interface AttemptReport {
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** Milliseconds the round took until it was decided. */
+  readonly elapsed: number;
+  readonly nodes: readonly NodeReport[];
+}

@@ -1,0 +1,459 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import { LockAbortedError } from './errors/lock-aborted.error.js';
+import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
+import type { LockError } from './errors/lock.error.js';
+import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
+import { ResourceBusyError } from './errors/resource-busy.error.js';
+import type { LockEvent, LockEventListener } from './events.js';
+import { fenceKey, lockKey, validateResources } from './keys.js';
+import { Lock, secretOf, type LockOwner } from './lock.js';
+import { LockNode, type NodeSpec } from './node.js';
+import {
+  checkTtl,
+  resolveOptions,
+  resolveRetry,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+} from './options.js';
+import type { AttemptReport, NodeReport } from './outcome.js';
+import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
+import { broadcast, type RoundResult, type Verdict } from './round.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE } from './scripts.js';
+
+/** Longest wait for a node to acknowledge QUIT on close, ms. */
+const CLOSE_TIMEOUT = 500;
+
+/** Bytes of randomness in a lock's secret value (160 bits). */
+const VALUE_BYTES = 20;
+
+const acquireVerdict = (reply: unknown): Verdict => {
+  const [taken, value] = reply as [number, number];
+  return { outcome: taken === 1 ? 'ok' : 'busy', value };
+};
+const heldVerdict = (reply: unknown): Verdict => ({ outcome: reply === 1 ? 'ok' : 'not-held' });
+const releaseVerdict = (): Verdict => ({ outcome: 'ok' });
+
+/**
+ * The Redlock quorum client over N independent Redis-protocol nodes.
+ *
+ * Every operation is one script sent to all nodes at once; it is decided as
+ * soon as a quorum (floor(N/2)+1) agreed or can no longer agree, and a node
+ * that does not answer within the per-node timeout counts as a no. A lock
+ * holds only with a quorum and a positive validity (ttl - elapsed - drift);
+ * a failed attempt is undone on every node before any retry.
+ *
+ * @example
+ * const redlock = new Redlock({ nodes: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'] });
+ * await redlock.using('report:daily', 10_000, async (lock) => {
+ *   await buildReport({ signal: lock.signal, fencingToken: lock.fencingToken });
+ * });
+ * await redlock.close();
+ */
+export class Redlock implements LockOwner {
+  /** Votes needed: floor(N/2)+1. */
+  readonly quorum: number;
+  private readonly nodes: readonly LockNode[];
+  private readonly options: ResolvedOptions;
+  private readonly listeners = new Set<LockEventListener>();
+  private readonly held = new Set<Lock>();
+  private readonly onNodeError: ((error: Error) => void)[] = [];
+  private connecting: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(options: RedlockOptions) {
+    this.options = resolveOptions(options);
+    this.nodes = buildNodes(options.nodes);
+    this.quorum = quorumOf(this.nodes.length);
+    if (options.onEvent) this.listeners.add(options.onEvent);
+    for (const node of this.nodes) {
+      const report = (error: Error) =>
+        this.emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
+      this.onNodeError.push(report);
+      node.client.on('error', report);
+    }
+    this.connecting = this.connect();
+  }
+
+  /** `host:port/db` of each node, in order; never credentials. */
+  get nodeLabels(): readonly string[] {
+    return this.nodes.map((n) => n.label);
+  }
+
+  /**
+   * Resolves once a quorum of nodes is connected, or every node has connected
+   * or failed once. `acquire` waits for it on first use, so that connection
+   * set-up does not count against the per-node timeout; never rejects.
+   */
+  ready(): Promise<void> {
+    return this.connecting ?? Promise.resolve();
+  }
+
+  private connect(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let up = 0;
+      let settled = 0;
+      const done = (ok: boolean) => {
+        settled++;
+        if (ok) up++;
+        if (up >= this.quorum || settled === this.nodes.length) {
+          this.connecting = undefined;
+          resolve();
+        }
+      };
+      for (const node of this.nodes) node.connect().then(done, () => done(false));
+    });
+  }
+
+  /** Adds a listener for every lock event; returns a function that removes it. */
+  subscribe(listener: LockEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Acquires `resources` (one name or several, all or none) for `ttl` ms.
+   * Rejects with `ResourceBusyError` when another holder keeps it through all
+   * retries, `QuorumUnreachableError` when too few nodes answer, and
+   * `LockAbortedError` when `options.signal` fires.
+   */
+  async acquire(resources: string | readonly string[], ttl?: number, options: AcquireOptions = {}): Promise<Lock> {
+    this.assertOpen();
+    const names = validateResources(resources);
+    const lockTtl = checkTtl(ttl ?? this.options.ttl);
+    const retry = resolveRetry(options, this.options);
+    const nodeTimeout = this.nodeTimeoutFor(lockTtl, options.nodeTimeout);
+    const { signal } = options;
+    const started = performance.now();
+    const deadline = retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout;
+    const prefix = this.options.prefix;
+    const retention = this.options.fencingRetention;
+    const keys = names.map((r) => lockKey(prefix, r));
+    const scriptKeys = retention > 0 ? [...keys, ...names.map((r) => fenceKey(prefix, r))] : keys;
+    const value = randomBytes(VALUE_BYTES).toString('base64url');
+    const attempts: AttemptReport[] = [];
+    if (this.connecting) await this.connecting;
+
+    const fail = (error: LockError): never => {
+      this.emit(
+        error.code === 'RESOURCE_BUSY'
+          ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
+          : {
+              type: 'acquire-failed',
+              at: Date.now(),
+              resources: names,
+              code: error.code,
+              attempts: attempts.length,
+              elapsed: performance.now() - started,
+            },
+      );
+      throw error;
+    };
+
+    for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
+      const t0 = performance.now();
+      const round = await broadcast(
+        this.nodes,
+        (node) => node.run(ACQUIRE, scriptKeys, [value, lockTtl, names.length, retention]),
+        acquireVerdict,
+        this.quorum,
+        nodeTimeout,
+        'quorum',
+      );
+      let reports = round.reports;
+      let token: number | undefined;
+      let taken = round.yes.length >= this.quorum;
+      if (taken && retention > 0) {
+        const confirmed = await this.confirmToken(round, [value, 0, names.length, retention], scriptKeys, nodeTimeout);
+        token = confirmed.token;
+        taken = confirmed.ok;
+        reports = confirmed.reports;
+      }
+      const elapsed = performance.now() - t0;
+      const validity = validityOf(lockTtl, elapsed, this.options.driftFactor);
+
+      if (taken && validity > 0 && !signal?.aborted) {
+        attempts.push({ attempt, elapsed, nodes: reports });
+        const lock = new Lock(this, {
+          id: randomBytes(8).toString('hex'),
+          resources: names,
+          value,
+          ttl: lockTtl,
+          expiresAt: t0 + elapsed + validity,
+          fencingToken: retention > 0 ? token : undefined,
+          attempts: attempt,
+          threshold: this.options.threshold,
+          maxExtensions: this.options.maxExtensions,
+        });
+        this.held.add(lock);
+        if (options.autoExtend) lock.startAutoExtend();
+        this.emit({
+          type: 'acquired',
+          at: Date.now(),
+          lockId: lock.id,
+          resources: names,
+          ttl: lockTtl,
+          validity,
+          attempts: attempt,
+          elapsed: performance.now() - started,
+          fencingToken: lock.fencingToken,
+        });
+        return lock;
+      }
+
+      // Undo on every node, those that timed out too: a late SET must not survive.
+      await broadcast(this.nodes, (node) => node.run(RELEASE, keys, [value]), releaseVerdict, this.quorum, nodeTimeout, 'all');
+
+      // The undo went after the acquire on each connection, so the nodes that were
+      // still pending at the decision have answered by now (or timed out): judge by all.
+      const phaseOne = round.yes.length >= this.quorum;
+      if (!phaseOne) reports = round.late();
+      attempts.push({ attempt, elapsed, nodes: reports });
+      if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
+      const busy = count(reports, 'busy');
+      const heldElsewhere = busy > 0 && round.yes.length + busy >= this.quorum;
+      // Nodes that refused the connection will refuse the retry too: fail now.
+      // Timeouts and a too-slow round or write-back may pass: retried like a busy resource.
+      const retryable = heldElsewhere || phaseOne || count(reports, 'timeout') > 0;
+      const error = heldElsewhere
+        ? new ResourceBusyError(names, attempts)
+        : new QuorumUnreachableError('acquire', names, attempts, this.quorum);
+      if (!retryable || attempt > retry.retryCount) fail(error);
+      const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
+      if (performance.now() + delay >= deadline) fail(error);
+      try {
+        await sleep(delay, undefined, { signal });
+      } catch {
+        fail(new LockAbortedError(names, signal?.reason));
+      }
+    }
+  }
+
+  /**
+   * Runs `routine` under a lock on `resources`, extending it automatically while
+   * the routine runs and releasing it when the routine settles. The routine's
+   * result or error is passed through; a failed release does not replace it
+   * (it is reported as an event). `lock.signal` fires if the lock is lost.
+   */
+  async using<T>(
+    resources: string | readonly string[],
+    ttl: number | undefined,
+    routine: (lock: Lock) => Promise<T> | T,
+    options: Omit<AcquireOptions, 'autoExtend'> = {},
+  ): Promise<T> {
+    if (typeof routine !== 'function') throw new InvalidArgumentError('routine', 'a function', routine);
+    const lock = await this.acquire(resources, ttl, { ...options, autoExtend: true });
+    try {
+      return await routine(lock);
+    } finally {
+      await lock.release().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Extends a held lock to `ttl` ms from now on a quorum of nodes. Rejects with
+   * `LockLostError` when the lock expired, was released, or a majority no longer
+   * has its keys (it is then never re-acquired), and with
+   * `QuorumUnreachableError` when too few nodes answered (the lock stays valid
+   * until `lock.validity` ends).
+   */
+  async extend(lock: Lock, ttl?: number): Promise<Lock> {
+    const newTtl = checkTtl(ttl ?? lock.ttl);
+    if (lock.isLost) throw new LockLostError(lock.resources, 'expired');
+    if (!this.held.has(lock)) throw new LockLostError(lock.resources, 'released');
+    if (!lock.isHeld) {
+      this.lost(lock, 'expired');
+      throw new LockLostError(lock.resources, 'expired');
+    }
+    const keys = lock.resources.map((r) => lockKey(this.options.prefix, r));
+    const t0 = performance.now();
+    const round = await broadcast(
+      this.nodes,
+      (node) => node.run(EXTEND, keys, [secretOf(lock), newTtl]),
+      heldVerdict,
+      this.quorum,
+      this.nodeTimeoutFor(newTtl),
+      'quorum',
+    );
+    const attempt: AttemptReport = { attempt: 1, elapsed: round.elapsed, nodes: round.reports };
+    const validity = validityOf(newTtl, round.elapsed, this.options.driftFactor);
+    if (!this.held.has(lock)) throw new LockLostError(lock.resources, 'released');
+    if (round.yes.length >= this.quorum && validity > 0) {
+      lock.extended(newTtl, t0 + round.elapsed + validity);
+      this.emit({
+        type: 'extended',
+        at: Date.now(),
+        lockId: lock.id,
+        resources: lock.resources,
+        ttl: newTtl,
+        validity,
+        elapsed: round.elapsed,
+        extensions: lock.extensions,
+      });
+      return lock;
+    }
+    if (count(round.reports, 'not-held') >= this.quorum) {
+      this.lost(lock, 'keys-gone');
+      throw new LockLostError(lock.resources, 'keys-gone', attempt);
+    }
+    throw new QuorumUnreachableError('extend', lock.resources, [attempt], this.quorum);
+  }
+
+  /**
+   * Deletes the lock's keys on every node (compare-and-delete: never another
+   * holder's). Idempotent. Rejects with `QuorumUnreachableError` when fewer than
+   * a quorum of nodes confirmed; the keys then expire at the end of the ttl.
+   */
+  async release(lock: Lock): Promise<void> {
+    if (!this.held.delete(lock)) return;
+    const heldFor = Date.now() - lock.acquiredAt;
+    lock.markReleased();
+    const keys = lock.resources.map((r) => lockKey(this.options.prefix, r));
+    const round = await broadcast(
+      this.nodes,
+      (node) => node.run(RELEASE, keys, [secretOf(lock)]),
+      releaseVerdict,
+      this.quorum,
+      this.nodeTimeoutFor(lock.ttl),
+      'all',
+    );
+    this.emit({
+      type: 'released',
+      at: Date.now(),
+      lockId: lock.id,
+      resources: lock.resources,
+      heldFor,
+      elapsed: round.elapsed,
+      confirmed: round.yes.length,
+    });
+    if (round.yes.length < this.quorum) {
+      throw new QuorumUnreachableError(
+        'release',
+        lock.resources,
+        [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }],
+        this.quorum,
+      );
+    }
+  }
+
+  /**
+   * Releases every lock still held, then closes the connections this client
+   * opened (clients passed in stay open). Further calls to `acquire` throw.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.held].map((lock) => lock.release().catch(() => undefined)));
+    this.nodes.forEach((node, i) => node.client.off('error', this.onNodeError[i]!));
+    await Promise.all(this.nodes.map((node) => node.close(CLOSE_TIMEOUT)));
+  }
+
+  /** @internal LockOwner: a lock found lost. */
+  lost(lock: Lock, reason: LostReason): void {
+    if (!lock.markLost(reason)) return;
+    this.held.delete(lock);
+    this.emit({ type: 'lost', at: Date.now(), lockId: lock.id, resources: lock.resources, reason });
+  }
+
+  /** @internal LockOwner: an automatic extension failed without losing the lock yet. */
+  extendFailed(lock: Lock, error: LockError): void {
+    this.emit({
+      type: 'extend-failed',
+      at: Date.now(),
+      lockId: lock.id,
+      resources: lock.resources,
+      code: error.code,
+      validity: lock.validity,
+    });
+  }
+
+  /**
+   * Fencing phase 2. The token is the highest counter among the yes votes.
+   * Nodes that returned it already store it; if they are a quorum, nothing is
+   * sent (the usual case). Otherwise the token is written back, conditionally
+   * on still holding the lock, to the other nodes until a quorum stores it.
+   */
+  private async confirmToken(
+    round: RoundResult,
+    args: [string, number, number, number],
+    scriptKeys: readonly string[],
+    nodeTimeout: number,
+  ): Promise<{ ok: boolean; token: number; reports: readonly NodeReport[] }> {
+    let token = 0;
+    for (const vote of round.yes) if (vote.value > token) token = vote.value;
+    const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
+    if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
+    const others = this.nodes.filter((_, i) => !agreeing.has(i));
+    const confirm = await broadcast(
+      others,
+      (node) => node.run(CONFIRM_TOKEN, scriptKeys, [args[0], String(token), args[2], args[3]]),
+      heldVerdict,
+      this.quorum - agreeing.size,
+      nodeTimeout,
+      'quorum',
+    );
+    const byLabel = new Map(confirm.reports.map((r) => [r.node, r]));
+    const reports = this.nodes.map((node, i) =>
+      agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!,
+    );
+    return { ok: agreeing.size + confirm.yes.length >= this.quorum, token, reports };
+  }
+
+  private nodeTimeoutFor(ttl: number, override?: number): number {
+    if (override !== undefined) return checkTtl(override, 'nodeTimeout');
+    return this.options.nodeTimeout ?? defaultNodeTimeout(ttl);
+  }
+
+  private emit(event: LockEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure must not break the lock path.
+      }
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new InvalidArgumentError('this', 'an open Redlock client (close() was called)', 'closed');
+  }
+}
+
+function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new InvalidArgumentError('nodes', 'a non-empty array of ioredis clients, URLs or options', specs);
+  }
+  const nodes: LockNode[] = [];
+  const seen = new Map<string, number>();
+  try {
+    specs.forEach((spec, i) => {
+      if (spec === null || (typeof spec !== 'string' && typeof spec !== 'object')) {
+        throw new InvalidArgumentError(`nodes[${i}]`, 'an ioredis client, a URL or an options object', spec);
+      }
+      const node = LockNode.from(spec);
+      nodes.push(node);
+      const first = seen.get(node.identity);
+      if (first !== undefined) {
+        throw new InvalidArgumentError(
+          `nodes[${i}]`,
+          `a server different from nodes[${first}] (nodes must fail independently)`,
+          node.label,
+        );
+      }
+      seen.set(node.identity, i);
+    });
+  } catch (error) {
+    for (const node of nodes) void node.close(0);
+    throw error;
+  }
+  return nodes;
+}
+
+function count(reports: readonly NodeReport[], outcome: NodeReport['outcome']): number {
+  let n = 0;
+  for (const r of reports) if (r.outcome === outcome) n++;
+  return n;
+}

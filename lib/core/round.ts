@@ -1,0 +1,99 @@
+import type { LockNode } from './node.js';
+import type { NodeOutcome, NodeReport } from './outcome.js';
+
+/** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
+export interface Verdict {
+  readonly outcome: NodeOutcome;
+  readonly value?: number;
+}
+
+export interface RoundResult {
+  /** Nodes that voted yes (`ok`), with the value each carried, in answer order. */
+  readonly yes: readonly { readonly index: number; readonly value: number }[];
+  /** One report per node, in node order, as things stood when the round was decided. */
+  readonly reports: readonly NodeReport[];
+  /** Milliseconds from the first send to the decision. */
+  readonly elapsed: number;
+  /**
+   * The reports again, with the answers of nodes that were `pending` at an early
+   * decision: read after a later round on the same nodes (which waited up to
+   * `timeout`), it tells what they said; those still silent count as `timeout`.
+   */
+  readonly late: () => readonly NodeReport[];
+}
+
+/**
+ * Sends one command to every node at once and decides as soon as the outcome
+ * is known: with `until: 'quorum'`, when `quorum` nodes said yes or when that
+ * has become impossible; with `until: 'all'`, when every node answered. Nodes
+ * still silent after `timeout` ms count as `timeout`. One timer serves the
+ * whole round. Late answers are absorbed: no rejection escapes.
+ */
+export function broadcast(
+  nodes: readonly LockNode[],
+  send: (node: LockNode) => Promise<unknown>,
+  classify: (reply: unknown) => Verdict,
+  quorum: number,
+  timeout: number,
+  until: 'quorum' | 'all',
+): Promise<RoundResult> {
+  const started = performance.now();
+  const n = nodes.length;
+  const outcomes: (NodeReport | undefined)[] = new Array(n).fill(undefined);
+  const yes: { index: number; value: number }[] = [];
+  let answered = 0;
+  let no = 0;
+
+  return new Promise<RoundResult>((resolve) => {
+    let decided = false;
+    let timedOut = false;
+    const decide = (byTimer: boolean) => {
+      decided = true;
+      timedOut = byTimer;
+      clearTimeout(timer);
+      const snapshot = (missing: NodeOutcome) => () =>
+        nodes.map((node, i): NodeReport => outcomes[i] ?? { node: node.label, outcome: missing });
+      resolve({
+        yes,
+        reports: snapshot(byTimer ? 'timeout' : 'pending')(),
+        elapsed: performance.now() - started,
+        late: snapshot('timeout'),
+      });
+    };
+    const timer = setTimeout(decide, timeout, true);
+
+    nodes.forEach((node, index) => {
+      const record = (report: NodeReport, value?: number) => {
+        // An answer after the deadline stays a timeout; one after an early decision fills in `pending`.
+        if (timedOut) return;
+        outcomes[index] = report;
+        if (decided) return;
+        answered++;
+        if (report.outcome === 'ok') yes.push({ index, value: value ?? 0 });
+        else no++;
+        if (answered === n) decide(false);
+        else if (until === 'quorum' && (yes.length >= quorum || no > n - quorum)) decide(false);
+      };
+      let sent: Promise<unknown>;
+      try {
+        sent = send(node);
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.then(
+        (reply) => {
+          const verdict = classify(reply);
+          record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
+        },
+        (error: unknown) => {
+          record({
+            node: node.label,
+            outcome: 'error',
+            ms: performance.now() - started,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        },
+      );
+    });
+  });
+}

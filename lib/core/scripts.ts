@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * A Lua script, sent by SHA once the node has it (EVALSHA with a NOSCRIPT
+ * fallback to EVAL, which also caches it on the node).
+ */
+export interface Script {
+  readonly name: string;
+  readonly lua: string;
+  readonly sha: string;
+}
+
+function script(name: string, lua: string): Script {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+/**
+ * Take every lock key, or none.
+ * KEYS: the n lock keys, then (when fencing is on) the n fence counters.
+ * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off).
+ * Returns {1, token} when taken (token 0 without fencing), {0, pttl} when a key
+ * is held by another value (pttl of that key, a hint for when to retry).
+ */
+export const ACQUIRE = script(
+  'acquire',
+  `
+local value = ARGV[1]
+local n = tonumber(ARGV[3])
+local retention = tonumber(ARGV[4])
+-- ioredis may send a command twice after a reconnect. If every key already holds
+-- this value, the first run took them: answer the same without raising counters.
+local mine = 0
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v == value then
+    mine = mine + 1
+  elseif v then
+    return {0, redis.call('PTTL', KEYS[i])}
+  end
+end
+if mine < n then
+  for i = 1, n do
+    redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+  end
+end
+if retention == 0 then
+  return {1, 0}
+end
+-- Fencing: one token for the lock, above every resource's counter. A missing
+-- counter (never used, expired after the retention, or lost in a restart
+-- without data) is reborn at this node's clock in microseconds, so it starts
+-- above every token issued before as long as the clock has not stepped back.
+local token = 0
+if mine == n then
+  for i = n + 1, 2 * n do
+    token = math.max(token, tonumber(redis.call('GET', KEYS[i]) or '0'))
+  end
+  return {1, token}
+end
+if redis.replicate_commands then redis.replicate_commands() end
+local now = redis.call('TIME')
+local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
+for i = n + 1, 2 * n do
+  local c = tonumber(redis.call('GET', KEYS[i]) or '')
+  if c then c = c + 1 else c = floor end
+  if c > token then token = c end
+end
+-- string.format keeps all digits: Redis would print a large number in exponent form.
+local text = string.format('%.0f', token)
+for i = n + 1, 2 * n do
+  redis.call('SET', KEYS[i], text, 'PX', retention)
+end
+return {1, token}
+`,
+);
+
+/**
+ * Fencing write-back (phase 2): raise each counter to the lock's token, only
+ * while this node still holds the lock's value, so that the raise happens
+ * before any later holder's INCR on this node.
+ * KEYS: the n lock keys, then the n fence counters. ARGV: value, token, n, retention ms.
+ * Returns 1 when held (counters raised), 0 when not held.
+ */
+export const CONFIRM_TOKEN = script(
+  'confirm-token',
+  `
+local n = tonumber(ARGV[3])
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+local token = tonumber(ARGV[2])
+for i = n + 1, 2 * n do
+  local c = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if c < token then
+    redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[4])
+  end
+end
+return 1
+`,
+);
+
+/**
+ * Compare-and-pexpire on every key, or none.
+ * KEYS: lock keys. ARGV: value, ttl ms. Returns 1 when extended, 0 when any key
+ * is not this holder's (an expired lock is never re-created).
+ */
+export const EXTEND = script(
+  'extend',
+  `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+`,
+);
+
+/**
+ * Compare-and-delete: delete only the keys that hold this value.
+ * KEYS: lock keys. ARGV: value. Returns how many keys were deleted.
+ */
+export const RELEASE = script(
+  'release',
+  `
+local deleted = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
+`,
+);

@@ -1,0 +1,279 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  LockLostError,
+  QuorumUnreachableError,
+  Redlock,
+  ResourceBusyError,
+  type Lock,
+  type LockEvent,
+} from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+
+let fleet: RedisFleet;
+let raw: Redis[];
+const clients: Redlock[] = [];
+
+function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
+  const redlock = new Redlock({ nodes: fleet.urls, retryDelay: 10, retryJitter: 20, ...options });
+  clients.push(redlock);
+  return redlock;
+}
+
+/** Keys under the lock namespace on node i. */
+async function lockKeys(i: number): Promise<string[]> {
+  return (await raw[i]!.keys('redlock:lock:*')).sort();
+}
+
+beforeAll(async () => {
+  fleet = await startFleet(5);
+  raw = fleet.urls.map((url) => new Redis(url));
+});
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  for (let i = 0; i < 5; i++) {
+    if (fleet.nodes[i]!.paused) await fleet.resume(i);
+    if (!fleet.nodes[i]!.running) await fleet.restart(i);
+  }
+  await Promise.all(raw.map((r) => r.flushall().catch(() => undefined)));
+});
+
+afterAll(async () => {
+  raw?.forEach((r) => r.disconnect());
+  await fleet?.stop();
+});
+
+describe('mutual exclusion', () => {
+  it('50 concurrent acquirers of one resource: one holder at a time, read-modify-write count is right', async () => {
+    const redlock = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10 });
+    let counter = 0;
+    let inside = 0;
+    let maxInside = 0;
+    await Promise.all(
+      Array.from({ length: 50 }, () =>
+        redlock.using('counter', 2000, async () => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          const read = counter;
+          await sleep(1);
+          counter = read + 1;
+          inside--;
+        }),
+      ),
+    );
+    expect(counter).toBe(50);
+    expect(maxInside).toBe(1);
+  });
+
+  it('overlapping multi-resource locks exclude each other and leave no partial key', async () => {
+    const a = client({ retryCount: 0 });
+    const ab = await a.acquire(['a', 'b'], 5000);
+    await expect(a.acquire(['b', 'c'], 5000)).rejects.toBeInstanceOf(ResourceBusyError);
+    const cd = await a.acquire(['c', 'd'], 5000);
+    for (let i = 0; i < 5; i++) {
+      expect(await lockKeys(i)).toEqual(['redlock:lock:a', 'redlock:lock:b', 'redlock:lock:c', 'redlock:lock:d']);
+    }
+    await ab.release();
+    await cd.release();
+
+    // Random overlapping sets taken concurrently: no resource ever has two holders.
+    const redlock = client({ retryCount: 10_000, retryDelay: 1, retryJitter: 5 });
+    const holders = new Map<string, number>();
+    let violations = 0;
+    await Promise.all(
+      Array.from({ length: 30 }, (_, k) => {
+        const set = ['r0', 'r1', 'r2', 'r3', 'r4'].filter((_, j) => (k + j) % 3 !== 0);
+        return redlock.using(set, 2000, async () => {
+          for (const r of set) if ((holders.get(r) ?? 0) > 0) violations++;
+          for (const r of set) holders.set(r, (holders.get(r) ?? 0) + 1);
+          await sleep(1);
+          for (const r of set) holders.set(r, holders.get(r)! - 1);
+        });
+      }),
+    );
+    expect(violations).toBe(0);
+    for (let i = 0; i < 5; i++) expect(await lockKeys(i)).toEqual([]);
+  });
+});
+
+describe('lifecycle', () => {
+  it('frees itself after its ttl', async () => {
+    const redlock = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+    const first = await redlock.acquire('expiring', 300);
+    const started = performance.now();
+    const second = await redlock.acquire('expiring', 300);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(first.validity); // waited for the expiry
+    expect(second.id).not.toBe(first.id);
+    await second.release();
+  });
+
+  it('release and extend by a non-owner leave the owner keys untouched', async () => {
+    const redlock = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+    const stale = await redlock.acquire('owned', 200);
+    const owner = await redlock.acquire('owned', 10_000); // waits for the stale lock to expire
+    const values = () => Promise.all(raw.map((r) => r.get('redlock:lock:owned')));
+    const before = await values();
+    expect(before.filter((v) => v !== null).length).toBeGreaterThanOrEqual(3);
+    await expect(stale.extend(10_000)).rejects.toBeInstanceOf(LockLostError);
+    await stale.release();
+    expect(await values()).toEqual(before);
+    await owner.extend(10_000);
+    await owner.release();
+    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:owned')).toBe(0);
+  });
+
+  it('release is idempotent and extend after release is refused', async () => {
+    const redlock = client();
+    const lock = await redlock.acquire('twice', 5000);
+    await lock.release();
+    await lock.release();
+    await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'released' });
+  });
+
+  it('validity is below the ttl and accounts for the elapsed time', async () => {
+    const redlock = client();
+    const ttl = 10_000;
+    const before = performance.now();
+    const lock = await redlock.acquire('validity', ttl);
+    const elapsed = performance.now() - before;
+    const drift = Math.floor(ttl * 0.01) + 2;
+    expect(lock.validity).toBeLessThanOrEqual(ttl - drift);
+    expect(lock.validity).toBeGreaterThanOrEqual(Math.floor(ttl - drift - elapsed) - 1);
+    await lock.release();
+  });
+
+  it('an extension is refused once a majority lost the keys, and the signal fires', async () => {
+    const redlock = client();
+    const events: LockEvent[] = [];
+    redlock.subscribe((e) => events.push(e));
+    const lock = await redlock.acquire('gone', 10_000);
+    const aborted = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+    await Promise.all([0, 1, 2].map((i) => raw[i]!.del('redlock:lock:gone')));
+    await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+    await aborted;
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(events.map((e) => e.type)).toContain('lost');
+    // Never silently re-acquired: the keys stay gone on the nodes that lost them.
+    expect(await raw[0]!.exists('redlock:lock:gone')).toBe(0);
+  });
+
+  it('auto-extension keeps a lock alive past its ttl in using()', async () => {
+    const redlock = client({ retryCount: 0 });
+    const other = client({ retryCount: 0 });
+    let extended = 0;
+    redlock.subscribe((e) => {
+      if (e.type === 'extended') extended++;
+    });
+    await redlock.using('long', 300, async (lock: Lock) => {
+      // Three ttls of work; the lock must be held all along.
+      const end = performance.now() + 900;
+      while (performance.now() < end) {
+        await expect(other.acquire('long', 300)).rejects.toBeInstanceOf(ResourceBusyError);
+        await sleep(50);
+      }
+      expect(lock.signal.aborted).toBe(false);
+    });
+    expect(extended).toBeGreaterThanOrEqual(2);
+    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:long')).toBe(0);
+  });
+});
+
+describe('node failures', () => {
+  it('works with 2 of 5 nodes killed', async () => {
+    await fleet.kill(3);
+    await fleet.kill(4);
+    const redlock = client();
+    const lock = await redlock.acquire('degraded', 5000);
+    await lock.extend(5000);
+    await lock.release();
+    for (let i = 0; i < 3; i++) expect(await raw[i]!.exists('redlock:lock:degraded')).toBe(0);
+  });
+
+  it('with 2 of 5 nodes paused, acquire returns within the per-node timeout plus a margin', async () => {
+    const redlock = client({ nodeTimeout: 100 });
+    await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up
+    await fleet.pause(3);
+    await fleet.pause(4);
+    const started = performance.now();
+    const lock = await redlock.acquire('paused', 5000);
+    expect(performance.now() - started).toBeLessThan(100 + 50);
+    await lock.release(); // the paused nodes time out: release still confirms on a quorum
+  });
+
+  it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {
+    const redlock = client({ retryCount: 10, retryDelay: 200 });
+    await redlock.acquire('warm', 5000).then((l) => l.release());
+    await Promise.all([fleet.kill(0), fleet.kill(1), fleet.kill(2)]);
+    const started = performance.now();
+    const error = await redlock.acquire('down', 5000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QuorumUnreachableError);
+    expect((error as QuorumUnreachableError).attempts.at(-1)!.nodes.filter((n) => n.outcome === 'error')).toHaveLength(3);
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+
+  it('a busy resource is reported as busy, not as unreachable nodes, even with nodes down', async () => {
+    const redlock = client({ retryCount: 0 });
+    const held = await redlock.acquire('held', 5000);
+    const busy = await redlock.acquire('held', 5000).catch((e: unknown) => e);
+    expect(busy).toBeInstanceOf(ResourceBusyError);
+    const outcomes = (busy as ResourceBusyError).attempts[0]!.nodes.map((n) => n.outcome);
+    expect(outcomes.filter((o) => o === 'busy').length).toBeGreaterThanOrEqual(3);
+    expect(outcomes.filter((o) => o === 'error' || o === 'timeout')).toEqual([]);
+
+    // Held, with two nodes down as well: still "busy", since the nodes that answered say so.
+    await Promise.all([fleet.kill(3), fleet.kill(4)]);
+    await expect(redlock.acquire('held', 5000)).rejects.toBeInstanceOf(ResourceBusyError);
+    await held.release();
+  });
+});
+
+describe('failed attempts', () => {
+  it('leave no key on any node', async () => {
+    // Another holder has "b" on nodes 0-2: a lock on [a, b] can only take nodes 3-4, then undoes them.
+    await Promise.all([0, 1, 2].map((i) => raw[i]!.set('redlock:lock:b', 'someone-else', 'PX', 10_000)));
+    const redlock = client({ retryCount: 2 });
+    await expect(redlock.acquire(['a', 'b'], 5000)).rejects.toBeInstanceOf(ResourceBusyError);
+    for (let i = 0; i < 5; i++) {
+      expect(await raw[i]!.exists('redlock:lock:a')).toBe(0);
+      expect(await raw[i]!.get('redlock:lock:b')).toBe(i < 3 ? 'someone-else' : null);
+    }
+  });
+});
+
+describe('fencing tokens', () => {
+  it('grow with every acquisition of a resource', async () => {
+    const redlock = client();
+    const tokens: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const lock = await redlock.acquire('fenced', 5000);
+      tokens.push(lock.fencingToken!);
+      await lock.release();
+    }
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]!);
+  });
+
+  it('grow across disjoint majorities thanks to the write-back', async () => {
+    // Node 0's counter is far ahead; A takes {0,1,2}, then B takes {2,3,4}.
+    await raw[0]!.set('redlock:fence:r', String(1e12));
+    await Promise.all([1, 2, 3, 4].map((i) => raw[i]!.set('redlock:fence:r', '5')));
+    const redlock = client({ retryCount: 0, nodeTimeout: 100 });
+    await Promise.all([3, 4].map((i) => fleet.pause(i)));
+    const a = await redlock.acquire('r', 5000);
+    await a.release();
+    await Promise.all([3, 4].map((i) => fleet.resume(i)));
+    await Promise.all([0, 1].map((i) => fleet.pause(i)));
+    const b = await redlock.acquire('r', 5000);
+    expect(b.fencingToken!).toBeGreaterThan(a.fencingToken!);
+    await b.release();
+  });
+
+  it('are off when fencing is disabled', async () => {
+    const redlock = client({ fencing: false });
+    const lock = await redlock.acquire('plain', 5000);
+    expect(lock.fencingToken).toBeUndefined();
+    expect(await raw[0]!.exists('redlock:fence:plain')).toBe(0);
+    await lock.release();
+  });
+});
