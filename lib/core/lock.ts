@@ -5,6 +5,7 @@ import type { LockError } from './errors/lock.error.js';
 export interface LockOwner {
   extend(lock: Lock, ttl?: number): Promise<Lock>;
   release(lock: Lock): Promise<void>;
+  expireAfter(lock: Lock, ms: number): Promise<void>;
   /** Called once when the lock is found lost (signal fired, extension stopped). */
   lost(lock: Lock, reason: LostReason): void;
   /** Called when an automatic extension fails but the lock may still be valid. */
@@ -133,6 +134,15 @@ export class Lock {
   /** Deletes this holder's keys on every node. Idempotent. */
   release(): Promise<void> {
     return this.owner.release(this);
+  }
+
+  /**
+   * Lets the lock run out `ms` from now instead of deleting it: sets the keys'
+   * ttl to `ms` on a quorum and stops extending. Keeps a short run exclusive for
+   * at least that long (schedulers on several hosts firing the same tick).
+   */
+  expireAfter(ms: number): Promise<void> {
+    return this.owner.expireAfter(this, ms);
   }
 
   toJSON() {

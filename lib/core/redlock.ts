@@ -339,6 +339,14 @@ export class Redlock implements LockOwner {
     }
   }
 
+  /** See `Lock.expireAfter`. Falls back to a release when `ms` is below 1. */
+  async expireAfter(lock: Lock, ms: number): Promise<void> {
+    if (ms < 1) return this.release(lock);
+    await this.extend(lock, checkTtl(Math.ceil(ms), 'ms'));
+    if (!this.held.delete(lock)) return;
+    lock.markReleased();
+  }
+
   /**
    * Releases every lock still held, then closes the connections this client
    * opened (clients passed in stay open). Further calls to `acquire` throw.

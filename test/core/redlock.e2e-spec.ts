@@ -10,6 +10,7 @@ import {
   type LockEvent,
 } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
 let raw: Redis[];
@@ -150,6 +151,8 @@ describe('lifecycle', () => {
     redlock.subscribe((e) => events.push(e));
     const lock = await redlock.acquire('gone', 10_000);
     const aborted = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+    // The acquire was decided at quorum: make sure no SET is still in flight before deleting.
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:gone')))).every((n) => n === 1), 'the keys on every node');
     await Promise.all([0, 1, 2].map((i) => raw[i]!.del('redlock:lock:gone')));
     await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
     await aborted;

@@ -1,0 +1,10 @@
+export { RedlockModule } from './redlock.module.js';
+export { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
+export { REDLOCK_CLIENT, LOCKED_METADATA } from './redlock.constants.js';
+export type { RedlockModuleOptions, BusyOptions } from './redlock-module-options.interface.js';
+export { LockService } from './lock.service.js';
+export { Locked, type LockedOptions, type LockedMetadata } from './locked.decorator.js';
+export { LockedInterceptor } from './locked.interceptor.js';
+export type { LockKey, LockKeyContext } from './lock-key.js';
+export { ofLockEvent, type RedlockEvent, type RedlockEventOf, type LockSkippedEvent } from './lock-events.js';
+export { LockBusyException } from './lock-busy.exception.js';

@@ -1,0 +1,29 @@
+import { filter, type OperatorFunction } from 'rxjs';
+import type { LockEvent } from '../core/events.js';
+
+/** A `@Locked` method did not run because its resource was busy. */
+export interface LockSkippedEvent {
+  readonly type: 'skipped';
+  readonly at: number;
+  readonly resources: readonly string[];
+  /** `ClassName.methodName` of the skipped method. */
+  readonly method: string;
+}
+
+/** Every event `LockService.events$` carries. */
+export type RedlockEvent = LockEvent | LockSkippedEvent;
+
+export type RedlockEventOf<T extends RedlockEvent['type']> = Extract<RedlockEvent, { type: T }>;
+
+/**
+ * Typed filter for `events$`.
+ *
+ * @example
+ * locks.events$.pipe(ofLockEvent('lost', 'extend-failed')).subscribe((e) => log.error(e));
+ */
+export function ofLockEvent<T extends RedlockEvent['type']>(
+  ...types: T[]
+): OperatorFunction<RedlockEvent, RedlockEventOf<T>> {
+  const wanted = new Set<string>(types);
+  return filter((event): event is RedlockEventOf<T> => wanted.has(event.type));
+}

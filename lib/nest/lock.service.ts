@@ -1,0 +1,161 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Observable, Subject, fromEvent, map, take } from 'rxjs';
+import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
+import type { LockLostError } from '../core/errors/lock-lost.error.js';
+import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
+import { validateResources } from '../core/keys.js';
+import type { Lock } from '../core/lock.js';
+import type { AcquireOptions } from '../core/options.js';
+import { Redlock } from '../core/redlock.js';
+import { heldInScope, lockScope, withLock } from './lock-context.js';
+import { ofLockEvent, type RedlockEvent } from './lock-events.js';
+import { resolveKey } from './lock-key.js';
+import type { LockedMetadata } from './locked.decorator.js';
+import type { LockedRunner } from './locked.registry.js';
+import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
+
+/** A busy resource waits this long by default in `wait` mode, ms. */
+const DEFAULT_WAIT = 5000;
+
+/**
+ * Locks in code, with the same behaviour as `@Locked`; and the stream of lock
+ * events.
+ *
+ * @example
+ * constructor(private readonly locks: LockService) {}
+ * await this.locks.using(`invoice:${id}`, 10_000, async (lock) => {
+ *   await this.invoices.issue(id, { fencingToken: lock.fencingToken, signal: lock.signal });
+ * });
+ */
+@Injectable()
+export class LockService implements LockedRunner, OnModuleDestroy {
+  private readonly logger = new Logger('Redlock');
+  private readonly subject = new Subject<RedlockEvent>();
+  private readonly unsubscribe: () => void;
+
+  /** Every lock event of this module's client, and `skipped` runs of `@Locked` methods. */
+  readonly events$: Observable<RedlockEvent> = this.subject.asObservable();
+  /** Locks found lost (validity ran out, keys gone): their signals have fired. */
+  readonly lost$ = this.events$.pipe(ofLockEvent('lost'));
+
+  constructor(
+    /** The quorum client, for what this service does not wrap. */
+    readonly client: Redlock,
+    @Inject(REDLOCK_MODULE_OPTIONS) private readonly options: RedlockModuleOptions,
+  ) {
+    this.unsubscribe = client.subscribe((event) => this.subject.next(event));
+  }
+
+  /** Acquires with the client's retries (see `Redlock.acquire`). Release it in a `finally`. */
+  acquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock> {
+    return this.client.acquire(resources, ttl, options);
+  }
+
+  /** One attempt, no waiting: the lock, or `null` when another holder has it. */
+  async tryAcquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock | null> {
+    try {
+      return await this.client.acquire(resources, ttl, { ...options, retryCount: 0 });
+    } catch (error) {
+      if (error instanceof ResourceBusyError) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `fn` under a lock, extended automatically and always released; the
+   * lock (with its `signal` and `fencingToken`) is passed to `fn` and is also
+   * `current()` inside it. Re-entrant: if this call chain already holds the
+   * resources, `fn` runs under that lock.
+   */
+  async using<T>(
+    resources: string | readonly string[],
+    ttl: number | undefined,
+    fn: (lock: Lock) => Promise<T> | T,
+    options?: Omit<AcquireOptions, 'autoExtend'>,
+  ): Promise<T> {
+    const names = validateResources(resources);
+    if (heldInScope(names)) return fn(this.current()!);
+    return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
+  }
+
+  /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */
+  current(): Lock | undefined {
+    return lockScope.getStore()?.locks.at(-1);
+  }
+
+  /** Emits once, with the reason, when `lock` is lost. */
+  lostOf(lock: Lock): Observable<LockLostError> {
+    const signal = lock.signal;
+    if (signal.aborted) return new Observable((s) => (s.next(signal.reason), s.complete()));
+    return fromEvent(signal, 'abort').pipe(
+      take(1),
+      map(() => signal.reason as LockLostError),
+    );
+  }
+
+  /** @internal Runs a `@Locked` provider, cron or interval method. */
+  run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): Promise<unknown> {
+    return this.runLocked(metadata, resolveKey(metadata.key, { args }), this.options.methodBusy, () =>
+      original.apply(self, args),
+    );
+  }
+
+  private async runLocked(
+    metadata: LockedMetadata,
+    resources: readonly string[],
+    busyDefault: BusyOptions | undefined,
+    call: () => unknown,
+  ): Promise<unknown> {
+    const names = validateResources(resources);
+    if (heldInScope(names)) return call();
+    const lock = await this.take(names, metadata, { mode: 'skip', ...busyDefault, ...metadata.options.busy });
+    if (!lock) return undefined;
+    try {
+      return await withLock(lock, call);
+    } finally {
+      this.settle(lock, metadata);
+    }
+  }
+
+  /**
+   * @internal Takes the lock of a `@Locked` call; `null` when busy and the busy
+   * mode says skip (a `skipped` event is emitted), a `ResourceBusyError` when it
+   * says throw.
+   */
+  async take(resources: readonly string[], metadata: LockedMetadata, busy: BusyOptions): Promise<Lock | null> {
+    const mode = busy.mode ?? 'skip';
+    const wait = busy.wait ?? DEFAULT_WAIT;
+    if (mode === 'wait' && !(Number.isInteger(wait) && wait > 0)) {
+      throw new InvalidArgumentError(`${metadata.method} busy.wait`, 'a positive integer (ms)', wait);
+    }
+    try {
+      return await this.client.acquire(resources, metadata.ttl, {
+        autoExtend: true,
+        ...(mode === 'wait' ? { acquireTimeout: wait, retryCount: 1_000_000 } : { retryCount: 0 }),
+      });
+    } catch (error) {
+      if (!(error instanceof ResourceBusyError) || mode === 'throw') throw error;
+      if (mode === 'wait' && busy.status !== undefined) throw error;
+      this.logger.debug(`Skipped ${metadata.method}: ${resources.length} resource(s) busy`);
+      this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method });
+      return null;
+    }
+  }
+
+  /**
+   * @internal Ends a `@Locked` call's lock without failing the call: released,
+   * or left to expire at `lockAtLeastFor` after it started.
+   */
+  settle(lock: Lock, metadata: LockedMetadata): void {
+    const atLeast = metadata.options.lockAtLeastFor;
+    const remaining = atLeast === undefined ? 0 : atLeast - (Date.now() - lock.acquiredAt);
+    const done = remaining >= 1 ? lock.expireAfter(remaining) : lock.release();
+    done.catch((error: Error) => this.logger.warn(`Could not release ${metadata.method}'s lock: ${error.message}`));
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe();
+    this.subject.complete();
+  }
+}

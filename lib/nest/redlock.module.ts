@@ -1,0 +1,44 @@
+import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { Redlock } from '../core/redlock.js';
+import { LockService } from './lock.service.js';
+import { LockedExplorer } from './locked.explorer.js';
+import { LockedInterceptor } from './locked.interceptor.js';
+import { validateModuleOptions } from './redlock-module-options.validate.js';
+import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { REDLOCK_CLIENT } from './redlock.constants.js';
+import { ConfigurableModuleClass, REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
+
+/**
+ * Registers the quorum client (injectable as `Redlock` and `REDLOCK_CLIENT`),
+ * `LockService` and the `@Locked` interceptor.
+ *
+ * @example
+ * RedlockModule.forRoot({ nodes: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'], isGlobal: true })
+ * RedlockModule.forRootAsync({ inject: [ConfigService], useFactory: (c: ConfigService) => ({ nodes: c.get('LOCK_NODES').split(',') }) })
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: Redlock,
+      inject: [REDLOCK_MODULE_OPTIONS],
+      useFactory: (options: RedlockModuleOptions) => new Redlock(validateModuleOptions(options)),
+    },
+    { provide: REDLOCK_CLIENT, useExisting: Redlock },
+    LockService,
+    LockedExplorer,
+    { provide: APP_INTERCEPTOR, useClass: LockedInterceptor },
+  ],
+  exports: [Redlock, REDLOCK_CLIENT, LockService],
+})
+export class RedlockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+  constructor(private readonly client: Redlock) {
+    super();
+  }
+
+  /** Releases the locks still held, closes the connections the client opened. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.client.close();
+  }
+}

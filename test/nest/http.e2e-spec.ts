@@ -1,0 +1,139 @@
+import 'reflect-metadata';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, Get, type INestApplication, Param, Post, Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { firstValueFrom } from 'rxjs';
+import { LockService, Locked, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+
+const counters = new Map<string, number>();
+let lostSeen: (() => void) | undefined;
+
+@Injectable()
+class Slow {
+  constructor(readonly locks: LockService) {}
+}
+
+@Controller('c')
+class CounterController {
+  constructor(private readonly slow: Slow) {}
+
+  @Post(':id/incr')
+  @Locked('counter:{params.id}', 2000)
+  async incr(@Param('id') id: string) {
+    const read = counters.get(id) ?? 0;
+    await sleep(20);
+    counters.set(id, read + 1);
+    return { value: read + 1 };
+  }
+
+  @Get('long')
+  @Locked('long', 300)
+  async long() {
+    // Three ttls of work: auto-extension must keep the lock.
+    await sleep(900);
+    return { validity: this.slow.locks.current()!.validity > 0 };
+  }
+
+  @Get('throws')
+  @Locked('throws', 2000)
+  async throws() {
+    await sleep(10);
+    throw new Error('boom');
+  }
+
+  @Get('watched')
+  @Locked('watched', 1000)
+  async watched() {
+    const lock = this.slow.locks.current()!;
+    await new Promise<void>((resolve) => {
+      lock.signal.addEventListener('abort', () => resolve());
+      lostSeen?.();
+    });
+    return { aborted: lock.signal.aborted };
+  }
+}
+
+let fleet: RedisFleet;
+let app: INestApplication;
+let raw: Redis[];
+let locks: LockService;
+const events: RedlockEvent[] = [];
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+  raw = fleet.urls.map((u) => new Redis(u));
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    controllers: [CounterController],
+    providers: [Slow],
+  }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  locks = app.get(LockService);
+  locks.events$.subscribe((e) => events.push(e));
+});
+
+afterAll(async () => {
+  await app?.close();
+  raw?.forEach((r) => r.disconnect());
+  await fleet?.stop();
+});
+
+describe('@Locked on an HTTP handler', () => {
+  it('keeps a read-modify-write right under concurrent requests; the losers get 409', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => request(app.getHttpServer()).post('/c/a/incr')),
+    );
+    const ok = responses.filter((r) => r.status === 201);
+    const conflicts = responses.filter((r) => r.status === 409);
+    expect(ok.length + conflicts.length).toBe(8);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    expect(conflicts.length).toBeGreaterThanOrEqual(1);
+    expect(counters.get('a')).toBe(ok.length);
+    // Another key is a different resource.
+    expect((await request(app.getHttpServer()).post('/c/b/incr')).status).toBe(201);
+  });
+
+  it('holds the lock for a handler running three times the ttl, then releases it', async () => {
+    const long = request(app.getHttpServer()).get('/c/long').then((r) => r);
+    // Wait until the handler holds the lock (an event, not a sleep).
+    await firstValueFrom(locks.events$.pipe(ofLockEvent('acquired')));
+    const end = performance.now() + 800;
+    while (performance.now() < end) {
+      expect(await locks.tryAcquire('long', 300)).toBeNull();
+      await sleep(50);
+    }
+    const response = await long;
+    expect(response.body).toEqual({ validity: true });
+    const after = await locks.tryAcquire('long', 300);
+    expect(after).not.toBeNull();
+    await after!.release();
+  });
+
+  it('releases the lock when the handler throws, and passes the error through', async () => {
+    const response = await request(app.getHttpServer()).get('/c/throws');
+    expect(response.status).toBe(500);
+    const lock = await locks.tryAcquire('throws', 1000);
+    expect(lock).not.toBeNull();
+    await lock!.release();
+  });
+
+  it('aborts the handler signal and emits lost when a majority loses the keys', async () => {
+    const inside = new Promise<void>((resolve) => (lostSeen = resolve));
+    const pending = request(app.getHttpServer()).get('/c/watched').then((r) => r);
+    await inside;
+    const lost = firstValueFrom(locks.lost$);
+    // The acquire was decided at quorum: make sure no SET is still in flight before deleting.
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:watched')))).every((n) => n === 1), 'the keys on every node');
+    await Promise.all([0, 1].map((i) => raw[i]!.del('redlock:lock:watched')));
+    const event = await lost;
+    expect(event.resources).toEqual(['watched']);
+    expect((await pending).body).toEqual({ aborted: true });
+    expect(events.some((e) => e.type === 'lost')).toBe(true);
+  });
+});
