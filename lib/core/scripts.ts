@@ -57,12 +57,15 @@ if mine == n then
   end
   return {1, token}
 end
-if redis.replicate_commands then redis.replicate_commands() end
-local now = redis.call('TIME')
-local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
 for i = n + 1, 2 * n do
   local c = tonumber(redis.call('GET', KEYS[i]) or '')
-  if c then c = c + 1 else c = floor end
+  if c then
+    c = c + 1
+  else
+    if redis.replicate_commands then redis.replicate_commands() end
+    local now = redis.call('TIME')
+    c = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  end
   if c > token then token = c end
 end
 -- string.format keeps all digits: Redis would print a large number in exponent form.

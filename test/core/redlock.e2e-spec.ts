@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  LockAbortedError,
   LockLostError,
   QuorumUnreachableError,
   Redlock,
@@ -9,6 +10,7 @@ import {
   type Lock,
   type LockEvent,
 } from '../../lib/index.js';
+import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 
@@ -112,11 +114,12 @@ describe('lifecycle', () => {
 
   it('release and extend by a non-owner leave the owner keys untouched', async () => {
     const redlock = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
-    const stale = await redlock.acquire('owned', 200);
-    const owner = await redlock.acquire('owned', 10_000); // waits for the stale lock to expire
     const values = () => Promise.all(raw.map((r) => r.get('redlock:lock:owned')));
+    const stale = await redlock.acquire('owned', 200);
+    await until(async () => (await values()).every((v) => v === null), 'the stale lock to expire everywhere');
+    const owner = await redlock.acquire('owned', 10_000);
+    await until(async () => (await values()).every((v) => v !== null), "the owner's keys on every node");
     const before = await values();
-    expect(before.filter((v) => v !== null).length).toBeGreaterThanOrEqual(3);
     await expect(stale.extend(10_000)).rejects.toBeInstanceOf(LockLostError);
     await stale.release();
     expect(await values()).toEqual(before);
@@ -229,6 +232,45 @@ describe('node failures', () => {
     await Promise.all([fleet.kill(3), fleet.kill(4)]);
     await expect(redlock.acquire('held', 5000)).rejects.toBeInstanceOf(ResourceBusyError);
     await held.release();
+  });
+});
+
+describe('retries', () => {
+  it('stop when the caller aborts, leaving nothing behind', async () => {
+    const redlock = client({ retryCount: 1000, retryDelay: 50 });
+    const held = await redlock.acquire('abortable', 10_000);
+    const controller = new AbortController();
+    const waiting = redlock.acquire('abortable', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+    // Aborted while its first round is in flight: it stops before any retry.
+    controller.abort();
+    expect(await waiting).toBeInstanceOf(LockAbortedError);
+    await expect(redlock.acquire('abortable', 10_000, { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
+    await held.release();
+    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:abortable')).toBe(0);
+  });
+
+  it('are bounded by acquireTimeout', async () => {
+    const redlock = client({ retryCount: 1000, retryDelay: 20 });
+    const held = await redlock.acquire('bounded', 10_000);
+    const started = performance.now();
+    const error = await redlock.acquire('bounded', 10_000, { acquireTimeout: 150 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ResourceBusyError);
+    expect(performance.now() - started).toBeLessThan(150 + 100);
+    expect((error as ResourceBusyError).attempts.length).toBeGreaterThan(1);
+    await held.release();
+  });
+});
+
+describe('scripts', () => {
+  it('run by SHA, and fall back to EVAL when a node lost its script cache', async () => {
+    const redlock = client();
+    await (await redlock.acquire('cached', 5000)).release();
+    await Promise.all(raw.map((r) => r.script('FLUSH')));
+    const lock = await redlock.acquire('cached', 5000);
+    await lock.release();
+    // The fallback cached the scripts again.
+    const [acquireCached] = (await raw[0]!.script('EXISTS', ACQUIRE.sha)) as number[];
+    expect(acquireCached).toBe(1);
   });
 });
 
