@@ -1,5 +1,6 @@
 export { Redlock } from './redlock.js';
 export { Lock } from './lock.js';
+export type { LostStream, LostObserver } from './lost-stream.js';
 export type { NodeSpec, RedisClient } from './node.js';
 export type { RedlockOptions, AcquireOptions, RetryOptions, AutoExtendOptions } from './options.js';
 export { MAX_TTL } from './options.js';

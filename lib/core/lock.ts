@@ -1,5 +1,6 @@
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
+import { LostStream } from './lost-stream.js';
 
 /** What a lock needs from the client that made it. */
 export interface LockOwner {
@@ -125,6 +126,12 @@ export class Lock {
     }
     return this.controller.signal;
   }
+
+  /**
+   * Emits the `LockLostError` once if the lock is lost, then completes:
+   * `lock.lost$.subscribe((error) => ...)`. RxJS's `from()` accepts it too.
+   */
+  readonly lost$ = new LostStream(() => this.signal);
 
   /** Extends the lock to `ttl` ms from now (default: its last ttl) on a quorum of nodes. */
   extend(ttl?: number): Promise<Lock> {

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { Observable, Subject, fromEvent, map, take } from 'rxjs';
+import { Observable, Subject } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
-import type { LockLostError } from '../core/errors/lock-lost.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
@@ -82,16 +81,6 @@ export class LockService implements LockedRunner, OnModuleDestroy {
   /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */
   current(): Lock | undefined {
     return lockScope.getStore()?.locks.at(-1);
-  }
-
-  /** Emits once, with the reason, when `lock` is lost. */
-  lostOf(lock: Lock): Observable<LockLostError> {
-    const signal = lock.signal;
-    if (signal.aborted) return new Observable((s) => (s.next(signal.reason), s.complete()));
-    return fromEvent(signal, 'abort').pipe(
-      take(1),
-      map(() => signal.reason as LockLostError),
-    );
   }
 
   /** @internal Runs a `@Locked` provider, cron or interval method. */

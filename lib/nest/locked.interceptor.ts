@@ -1,4 +1,4 @@
-import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
@@ -8,11 +8,9 @@ import { resolveKey, type LockKeyContext } from './lock-key.js';
 import { LockBusyException } from './lock-busy.exception.js';
 import { LockService } from './lock.service.js';
 import type { LockedMetadata } from './locked.decorator.js';
-import type { BusyOptions } from './redlock-module-options.interface.js';
+import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { LOCKED_METADATA } from './redlock.constants.js';
-import { Inject } from '@nestjs/common';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
-import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 
 /**
  * Takes the lock of a `@Locked` controller handler, with keys built from the

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { firstValueFrom, from, type ObservableInput } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   LockAbortedError,
@@ -154,12 +155,17 @@ describe('lifecycle', () => {
     redlock.subscribe((e) => events.push(e));
     const lock = await redlock.acquire('gone', 10_000);
     const aborted = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+    const lostDirect = new Promise<LockLostError>((resolve) => lock.lost$.subscribe(resolve));
+    // RxJS interop at run time (the type is the structural `subscribe` one, hence the cast).
+    const lostRx = firstValueFrom(from(lock.lost$ as unknown as ObservableInput<LockLostError>));
     // The acquire was decided at quorum: make sure no SET is still in flight before deleting.
     await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:gone')))).every((n) => n === 1), 'the keys on every node');
     await Promise.all([0, 1, 2].map((i) => raw[i]!.del('redlock:lock:gone')));
     await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
     await aborted;
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(await lostDirect).toBe(lock.signal.reason);
+    expect(await lostRx).toBe(lock.signal.reason);
     expect(events.map((e) => e.type)).toContain('lost');
     // Never silently re-acquired: the keys stay gone on the nodes that lost them.
     expect(await raw[0]!.exists('redlock:lock:gone')).toBe(0);

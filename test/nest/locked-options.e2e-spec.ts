@@ -1,0 +1,225 @@
+import 'reflect-metadata';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, Get, Injectable, type INestApplication, type CallHandler, type ExecutionContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { Observable, Subject, filter, firstValueFrom, map, timer } from 'rxjs';
+import {
+  LOCKED_METADATA,
+  LockService,
+  Locked,
+  LockedInterceptor,
+  REDLOCK_MODULE_OPTIONS,
+  ResourceBusyError,
+  RedlockModule,
+  type Lock,
+  type LockReleasedEvent,
+} from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+
+@Injectable()
+class Jobs {
+  constructor(readonly locks: LockService) {}
+
+  @Locked<[string, number]>(({ args }) => [`order:${args[0]}`, `stock:${args[1]}`], 2000)
+  async multi(_order: string, _sku: number): Promise<readonly string[]> {
+    return this.locks.current()!.resources;
+  }
+
+  @Locked('job:{args.0}', 2000)
+  async outer(id: string): Promise<[string, string]> {
+    const mine = this.locks.current()!.id;
+    return [mine, await this.inner(id)];
+  }
+
+  @Locked('job:{args.0}', 2000)
+  async inner(_id: string): Promise<string> {
+    return this.locks.current()!.id;
+  }
+
+  @Locked('strict', 2000, { busy: { mode: 'throw' } })
+  async strict(): Promise<string> {
+    return 'ran';
+  }
+
+  @Locked('patient', 2000, { busy: { mode: 'wait', wait: 3000 } })
+  async patient(): Promise<string> {
+    return 'ran';
+  }
+
+  @Locked('short', 5000, { lockAtLeastFor: 400 })
+  async short(): Promise<string> {
+    return 'done';
+  }
+
+  @Locked('fragile', 2000)
+  async fragile(pause: () => Promise<void>, fail: boolean): Promise<string> {
+    await pause();
+    if (fail) throw new Error('own error');
+    return 'own result';
+  }
+}
+
+@Controller('o')
+class OptionsController {
+  @Get('locked-423')
+  @Locked('c423', 2000, { busy: { status: 423 } })
+  locked() {
+    return { ok: true };
+  }
+
+  @Get('wait')
+  @Locked('cwait', 2000, { busy: { mode: 'wait', wait: 3000 } })
+  waited() {
+    return { ok: true };
+  }
+
+  @Get('stream')
+  @Locked('stream', 2000)
+  stream(): Observable<{ n: number }> {
+    return timer(300).pipe(map(() => ({ n: 1 })));
+  }
+}
+
+let fleet: RedisFleet;
+let app: INestApplication;
+let locks: LockService;
+let jobs: Jobs;
+let raw: Redis[];
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+  raw = fleet.urls.map((u) => new Redis(u));
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: 100 })],
+    controllers: [OptionsController],
+    providers: [Jobs],
+  }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  locks = app.get(LockService);
+  jobs = app.get(Jobs);
+});
+
+afterAll(async () => {
+  await app?.close();
+  raw?.forEach((r) => r.disconnect());
+  await fleet?.stop();
+});
+
+describe('@Locked keys and nesting', () => {
+  it('builds several resources from a typed key function', async () => {
+    expect(await jobs.multi('42', 7)).toEqual(['order:42', 'stock:7']);
+  });
+
+  it('does not deadlock on a nested call for the same resource', async () => {
+    const [outer, inner] = await jobs.outer('x');
+    expect(inner).toBe(outer);
+  });
+});
+
+describe('busy behaviour on provider methods', () => {
+  it('throws ResourceBusyError in throw mode', async () => {
+    const held = await locks.acquire('strict', 5000);
+    await expect(jobs.strict()).rejects.toBeInstanceOf(ResourceBusyError);
+    await held.release();
+    expect(await jobs.strict()).toBe('ran');
+  });
+
+  it('waits for the holder in wait mode', async () => {
+    const held = await locks.acquire('patient', 5000);
+    const running = jobs.patient();
+    setTimeout(() => void held.release(), 200);
+    expect(await running).toBe('ran');
+  });
+
+  it('keeps the lock for lockAtLeastFor after a short run', async () => {
+    const started = Date.now();
+    expect(await jobs.short()).toBe('done');
+    expect(await locks.tryAcquire('short', 1000)).toBeNull();
+    await until(async () => {
+      const lock = await locks.tryAcquire('short', 1000);
+      await lock?.release();
+      return lock !== null;
+    }, 'the lock to run out');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(380);
+  });
+
+  it('passes the method result and error through when the release fails', async () => {
+    const pauseTwo = async () => {
+      await fleet.pause(1);
+      await fleet.pause(2);
+    };
+    const released = firstValueFrom(
+      locks.events$.pipe(filter((e): e is LockReleasedEvent => e.type === 'released' && e.resources[0] === 'fragile')),
+    );
+    try {
+      expect(await jobs.fragile(pauseTwo, false)).toBe('own result');
+      expect((await released).confirmed).toBe(1); // the release did fail on the paused majority
+    } finally {
+      await fleet.resume(1);
+      await fleet.resume(2);
+    }
+    try {
+      await expect(jobs.fragile(pauseTwo, true)).rejects.toThrow('own error');
+    } finally {
+      await fleet.resume(1);
+      await fleet.resume(2);
+    }
+  });
+});
+
+describe('busy behaviour on HTTP handlers', () => {
+  it('answers the configured status', async () => {
+    const held = await locks.acquire('c423', 5000);
+    expect((await request(app.getHttpServer()).get('/o/locked-423')).status).toBe(423);
+    await held.release();
+    expect((await request(app.getHttpServer()).get('/o/locked-423')).status).toBe(200);
+  });
+
+  it('waits up to the configured time before answering', async () => {
+    const held = await locks.acquire('cwait', 5000);
+    setTimeout(() => void held.release(), 200);
+    expect((await request(app.getHttpServer()).get('/o/wait')).status).toBe(200);
+  });
+});
+
+describe('Observable handlers', () => {
+  it('hold the lock until the stream completes', async () => {
+    const pending = request(app.getHttpServer()).get('/o/stream').then((r) => r);
+    await firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'stream')));
+    expect(await locks.tryAcquire('stream', 1000)).toBeNull();
+    expect((await pending).body).toEqual({ n: 1 });
+    await until(async () => {
+      const lock = await locks.tryAcquire('stream', 1000);
+      await lock?.release();
+      return lock !== null;
+    }, 'the release after completion');
+  });
+
+  it('release the lock when the subscriber unsubscribes', async () => {
+    const interceptor = new LockedInterceptor(locks, app.get(REDLOCK_MODULE_OPTIONS));
+    const handler = OptionsController.prototype.stream;
+    expect(Reflect.getMetadata(LOCKED_METADATA, handler)).toBeDefined();
+    const context = {
+      getHandler: () => handler,
+      getArgs: () => [],
+      getType: () => 'rpc',
+      switchToRpc: () => ({ getData: () => ({}) }),
+    } as unknown as ExecutionContext;
+    const source = new Subject<number>();
+    const next: CallHandler = { handle: () => source.asObservable() };
+    const acquired = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'stream')));
+    const subscription = interceptor.intercept(context, next).subscribe();
+    await acquired;
+    expect(await locks.tryAcquire('stream', 1000)).toBeNull();
+    subscription.unsubscribe();
+    await until(async () => {
+      const lock: Lock | null = await locks.tryAcquire('stream', 1000);
+      await lock?.release();
+      return lock !== null;
+    }, 'the release after unsubscribe');
+  });
+});
