@@ -1,5 +1,6 @@
-import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { BadRequestException, Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Observable, throwError } from 'rxjs';
+import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
@@ -29,7 +30,16 @@ export class LockedInterceptor implements NestInterceptor {
     const handler = context.getHandler();
     const metadata = Reflect.getMetadata(LOCKED_METADATA, handler) as LockedMetadata | undefined;
     if (!metadata) return next.handle();
-    const resources = validateResources(resolveKey(metadata.key, this.keyContext(context)));
+    let resources: readonly string[];
+    try {
+      resources = validateResources(resolveKey(metadata.key, this.keyContext(context)));
+    } catch (error) {
+      // A key built from the request that cannot be built is the request's fault.
+      if (error instanceof InvalidArgumentError && context.getType() === 'http') {
+        return throwError(() => new BadRequestException(error.message, { cause: error }));
+      }
+      throw error;
+    }
     if (heldInScope(resources)) return next.handle();
     const busy: BusyOptions = { mode: 'throw', status: 409, ...this.options.controllerBusy, ...metadata.options.busy };
 

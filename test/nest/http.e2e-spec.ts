@@ -31,6 +31,12 @@ class CounterController {
     return { value: read + 1 };
   }
 
+  @Post('by-body')
+  @Locked('sku:{body.sku}', 2000)
+  byBody() {
+    return { ok: true };
+  }
+
   @Get('long')
   @Locked('long', 300)
   async long() {
@@ -97,6 +103,13 @@ describe('@Locked on an HTTP handler', () => {
     expect(counters.get('a')).toBe(ok.length);
     // Another key is a different resource.
     expect((await request(app.getHttpServer()).post('/c/b/incr')).status).toBe(201);
+  });
+
+  it('answers 400 when a key part is missing from the request', async () => {
+    const missing = await request(app.getHttpServer()).post('/c/by-body').send({});
+    expect(missing.status).toBe(400);
+    expect(missing.body.message).toContain('{body.sku}');
+    expect((await request(app.getHttpServer()).post('/c/by-body').send({ sku: 'A1' })).status).toBe(201);
   });
 
   it('holds the lock for a handler running three times the ttl, then releases it', async () => {

@@ -1,0 +1,69 @@
+import 'reflect-metadata';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, type INestMicroservice } from '@nestjs/common';
+import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { firstValueFrom } from 'rxjs';
+import { Locked, RedlockModule } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+
+const balances = new Map<string, number>();
+
+@Controller()
+class PaymentsHandler {
+  @MessagePattern('pay')
+  @Locked('account:{data.account}', 2000)
+  async pay(@Payload() data: { account: string; amount: number }) {
+    const read = balances.get(data.account) ?? 0;
+    await sleep(50);
+    balances.set(data.account, read + data.amount);
+    return balances.get(data.account);
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+let fleet: RedisFleet;
+let service: INestMicroservice;
+let client: ClientProxy;
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+  const port = await freePort();
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    controllers: [PaymentsHandler],
+  }).compile();
+  service = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: false });
+  await service.listen();
+  client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+  await client.connect();
+});
+
+afterAll(async () => {
+  await client?.close();
+  await service?.close();
+  await fleet?.stop();
+});
+
+describe('@Locked on a microservice message handler', () => {
+  it('locks on a key from the message; a concurrent message for the same key is refused', async () => {
+    const results = await Promise.allSettled(
+      [1, 2, 3].map((amount) => firstValueFrom(client.send('pay', { account: 'acc-1', amount }))),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    expect(ok).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(2);
+    expect(balances.get('acc-1')).toBe((ok[0] as PromiseFulfilledResult<number>).value);
+    // Another account is another resource.
+    expect(await firstValueFrom(client.send('pay', { account: 'acc-2', amount: 5 }))).toBe(5);
+  });
+});
