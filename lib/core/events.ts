@@ -78,6 +78,15 @@ export interface NodeErrorEvent {
   readonly message: string;
 }
 
+/** A node restarted inside the restart-guard window: its votes are not counted for a while. */
+export interface NodeRestartedEvent {
+  readonly type: 'node-restarted';
+  readonly at: number;
+  readonly node: string;
+  /** ms from now during which the node is not counted. */
+  readonly excludedFor: number;
+}
+
 export type LockEvent =
   | LockAcquiredEvent
   | LockBusyEvent
@@ -86,7 +95,8 @@ export type LockEvent =
   | LockExtendFailedEvent
   | LockReleasedEvent
   | LockLostEvent
-  | NodeErrorEvent;
+  | NodeErrorEvent
+  | NodeRestartedEvent;
 
 export type LockEventType = LockEvent['type'];
 

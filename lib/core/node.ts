@@ -33,6 +33,10 @@ export class LockNode {
   /** Same server, same database: two specs with one identity are one node. */
   readonly identity: string;
   private readonly firstReady: Promise<void> | undefined;
+  /** `performance.now()` until which this node's votes are not counted (restart guard). */
+  private excludedUntil = 0;
+  private runId: string | undefined;
+  private verified: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly client: RedisClient,
@@ -66,15 +70,56 @@ export class LockNode {
     return new LockNode(client, true);
   }
 
+  /** True while the restart guard keeps this node's votes out of the quorum. */
+  get excluded(): boolean {
+    return this.excludedUntil > performance.now();
+  }
+
+  /**
+   * Restart guard: a node that restarted less than `window` ms ago may have lost
+   * keys (no persistence, or a crash before fsync), so its votes are not counted
+   * until `window` ms after its restart. Known from the server's run id (a new
+   * one after a reconnect) and uptime (at the first connection); until a
+   * reconnected node has been checked, it is not counted either.
+   */
+  guardRestarts(window: number, onRestart: (node: LockNode, excludedFor: number) => void): () => void {
+    const unverified = () => {
+      this.excludedUntil = Infinity;
+    };
+    const check = () => {
+      this.verified = this.client
+        .info('server')
+        .then((info) => {
+          const runId = /run_id:(\w+)/.exec(info)?.[1];
+          const uptime = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity) * 1000;
+          const restarted = this.runId !== undefined ? runId !== this.runId : uptime < window;
+          this.runId = runId;
+          // Uptime is whole seconds: the restart may be up to 1 s older, never newer.
+          this.excludedUntil = restarted ? performance.now() + window - uptime : 0;
+          if (restarted) onRestart(this, Math.max(0, window - uptime));
+        })
+        .catch(() => undefined); // stays unverified; the next reconnect checks again
+    };
+    unverified();
+    this.client.on('close', unverified);
+    this.client.on('ready', check);
+    if (this.client.status === 'ready') check();
+    return () => {
+      this.client.off('close', unverified);
+      this.client.off('ready', check);
+    };
+  }
+
   /**
    * Starts connecting a lazy client. Resolves true once it is ready, false when
    * its first connection failed; a user's client is never waited for.
    */
   connect(): Promise<boolean> {
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
-    if (!this.firstReady) return Promise.resolve(true);
+    if (!this.firstReady) return this.verified.then(() => true);
     return this.firstReady.then(
-      () => true,
+      // 'ready' listeners ran before this: wait for the restart check it started.
+      () => this.verified.then(() => true),
       () => false,
     );
   }
@@ -98,11 +143,17 @@ export class LockNode {
     if (!this.owned) return;
     if (this.client.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        this.client.quit().catch(() => undefined),
-        new Promise((resolve) => (timer = setTimeout(resolve, timeout))),
+      const quit = await Promise.race([
+        this.client.quit().then(
+          () => true,
+          () => false,
+        ),
+        new Promise<false>((resolve) => (timer = setTimeout(resolve, timeout, false))),
       ]);
       clearTimeout(timer);
+      // After a QUIT the server closes the socket; a disconnect() now would arm a
+      // 2 s timer in ioredis that outlives the socket.
+      if (quit) return;
     }
     this.client.disconnect();
   }

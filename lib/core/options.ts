@@ -40,6 +40,13 @@ export interface RedlockOptions extends RetryOptions {
   readonly fencingRetention?: number;
   /** Automatic extension, for `using` and `autoExtend` locks. */
   readonly autoExtend?: AutoExtendOptions;
+  /**
+   * Restart guard, ms (0 = off, the default): a node that restarted less than
+   * this long ago is not counted in quorums, since it may have lost keys. Set it
+   * to at least the longest ttl any client uses, unless every node persists
+   * with `appendfsync always`. See the README's "Node restarts".
+   */
+  readonly restartGuard?: number;
   /** Receives every lock event; errors thrown by it are ignored. */
   readonly onEvent?: LockEventListener;
 }
@@ -74,6 +81,7 @@ export interface ResolvedOptions {
   readonly fencingRetention: number;
   readonly threshold: number;
   readonly maxExtensions: number;
+  readonly restartGuard: number;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -160,5 +168,6 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
           : checkTtl(options.fencingRetention, 'fencingRetention'),
     threshold,
     maxExtensions,
+    restartGuard: integerIn('restartGuard', options.restartGuard, 0, MAX_TTL, 0),
   };
 }

@@ -2,9 +2,11 @@
  * What one node did in one round. `ok` is a yes vote; `busy` means another
  * holder's key is there; `not-held` means this holder's key is not there (extend,
  * release); `error` and `timeout` mean no answer that counts; `pending` means the
- * round was decided (quorum reached or impossible) before this node answered.
+ * round was decided (quorum reached or impossible) before this node answered;
+ * `excluded` means the node said yes but restarted inside the restart-guard
+ * window, so its vote is not counted.
  */
-export type NodeOutcome = 'ok' | 'busy' | 'not-held' | 'error' | 'timeout' | 'pending';
+export type NodeOutcome = 'ok' | 'busy' | 'not-held' | 'error' | 'timeout' | 'pending' | 'excluded';
 
 export interface NodeReport {
   /** `host:port/db` of the node; never credentials. */

@@ -29,11 +29,15 @@ const CLOSE_TIMEOUT = 500;
 /** Bytes of randomness in a lock's secret value (160 bits). */
 const VALUE_BYTES = 20;
 
-const acquireVerdict = (reply: unknown): Verdict => {
+// A yes from a node that restarted inside the restart-guard window is not counted:
+// it may have lost another holder's key.
+const acquireVerdict = (reply: unknown, node: LockNode): Verdict => {
   const [taken, value] = reply as [number, number];
-  return { outcome: taken === 1 ? 'ok' : 'busy', value };
+  return { outcome: taken !== 1 ? 'busy' : node.excluded ? 'excluded' : 'ok', value };
 };
-const heldVerdict = (reply: unknown): Verdict => ({ outcome: reply === 1 ? 'ok' : 'not-held' });
+const heldVerdict = (reply: unknown, node: LockNode): Verdict => ({
+  outcome: reply !== 1 ? 'not-held' : node.excluded ? 'excluded' : 'ok',
+});
 const releaseVerdict = (): Verdict => ({ outcome: 'ok' });
 
 /**
@@ -59,7 +63,7 @@ export class Redlock implements LockOwner {
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
   private readonly held = new Set<Lock>();
-  private readonly onNodeError: ((error: Error) => void)[] = [];
+  private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
   private closed = false;
 
@@ -71,8 +75,15 @@ export class Redlock implements LockOwner {
     for (const node of this.nodes) {
       const report = (error: Error) =>
         this.emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
-      this.onNodeError.push(report);
       node.client.on('error', report);
+      this.detach.push(() => node.client.off('error', report));
+      if (this.options.restartGuard > 0) {
+        this.detach.push(
+          node.guardRestarts(this.options.restartGuard, (restarted, excludedFor) =>
+            this.emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
+          ),
+        );
+      }
     }
     this.connecting = this.connect();
   }
@@ -196,7 +207,7 @@ export class Redlock implements LockOwner {
           lockId: lock.id,
           resources: names,
           ttl: lockTtl,
-          validity,
+          validity: Math.floor(validity),
           attempts: attempt,
           elapsed: performance.now() - started,
           fencingToken: lock.fencingToken,
@@ -213,8 +224,11 @@ export class Redlock implements LockOwner {
       if (!phaseOne) reports = round.late();
       attempts.push({ attempt, elapsed, nodes: reports });
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
+      // Held elsewhere when the nodes that answered could have made a quorum but
+      // some refused for a holder; unreachable when too few answered at all.
       const busy = count(reports, 'busy');
-      const heldElsewhere = busy > 0 && round.yes.length + busy >= this.quorum;
+      const answered = busy + count(reports, 'ok') + count(reports, 'excluded');
+      const heldElsewhere = busy > 0 && answered >= this.quorum;
       // Nodes that refused the connection will refuse the retry too: fail now.
       // Timeouts and a too-slow round or write-back may pass: retried like a busy resource.
       const retryable = heldElsewhere || phaseOne || count(reports, 'timeout') > 0;
@@ -289,7 +303,7 @@ export class Redlock implements LockOwner {
         lockId: lock.id,
         resources: lock.resources,
         ttl: newTtl,
-        validity,
+        validity: Math.floor(validity),
         elapsed: round.elapsed,
         extensions: lock.extensions,
       });
@@ -345,6 +359,15 @@ export class Redlock implements LockOwner {
     await this.extend(lock, checkTtl(Math.ceil(ms), 'ms'));
     if (!this.held.delete(lock)) return;
     lock.markReleased();
+    this.emit({
+      type: 'released',
+      at: Date.now(),
+      lockId: lock.id,
+      resources: lock.resources,
+      heldFor: Date.now() - lock.acquiredAt,
+      elapsed: 0,
+      confirmed: this.quorum, // the extension that set the remaining ttl reached a quorum
+    });
   }
 
   /**
@@ -355,7 +378,7 @@ export class Redlock implements LockOwner {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.held].map((lock) => lock.release().catch(() => undefined)));
-    this.nodes.forEach((node, i) => node.client.off('error', this.onNodeError[i]!));
+    for (const detach of this.detach) detach();
     await Promise.all(this.nodes.map((node) => node.close(CLOSE_TIMEOUT)));
   }
 

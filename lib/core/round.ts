@@ -32,7 +32,7 @@ export interface RoundResult {
 export function broadcast(
   nodes: readonly LockNode[],
   send: (node: LockNode) => Promise<unknown>,
-  classify: (reply: unknown) => Verdict,
+  classify: (reply: unknown, node: LockNode) => Verdict,
   quorum: number,
   timeout: number,
   until: 'quorum' | 'all',
@@ -82,7 +82,7 @@ export function broadcast(
       }
       sent.then(
         (reply) => {
-          const verdict = classify(reply);
+          const verdict = classify(reply, node);
           record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
         },
         (error: unknown) => {

@@ -10,11 +10,18 @@ export interface LockScope {
 
 export const lockScope = new AsyncLocalStorage<LockScope>();
 
-/** True when every resource is already held by a lock of this call chain (re-entrant call). */
-export function heldInScope(resources: readonly string[]): boolean {
-  const scope = lockScope.getStore();
-  if (!scope) return false;
-  return resources.every((r) => scope.locks.some((lock) => lock.isHeld && lock.resources.includes(r)));
+/**
+ * The lock of this call chain that already holds every resource (a re-entrant
+ * call), innermost first; when they are spread over several locks, the
+ * innermost of those. `undefined` when some resource is not held here.
+ */
+export function heldInScope(resources: readonly string[]): Lock | undefined {
+  const held = (lockScope.getStore()?.locks ?? []).filter((lock) => lock.isHeld);
+  const covering = held.findLast((lock) => resources.every((r) => lock.resources.includes(r)));
+  if (covering) return covering;
+  const owners = resources.map((r) => held.findLast((lock) => lock.resources.includes(r)));
+  if (owners.some((lock) => !lock)) return undefined;
+  return held.findLast((lock) => owners.includes(lock));
 }
 
 export function withLock<T>(lock: Lock, fn: () => T, intercepted?: Function): T {

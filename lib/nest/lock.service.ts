@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
@@ -28,7 +28,7 @@ const DEFAULT_WAIT = 5000;
  * });
  */
 @Injectable()
-export class LockService implements LockedRunner, OnModuleDestroy {
+export class LockService implements LockedRunner {
   private readonly logger = new Logger('Redlock');
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
@@ -74,7 +74,8 @@ export class LockService implements LockedRunner, OnModuleDestroy {
     options?: Omit<AcquireOptions, 'autoExtend'>,
   ): Promise<T> {
     const names = validateResources(resources);
-    if (heldInScope(names)) return fn(this.current()!);
+    const outer = heldInScope(names);
+    if (outer) return fn(outer);
     return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
   }
 
@@ -143,7 +144,8 @@ export class LockService implements LockedRunner, OnModuleDestroy {
     done.catch((error: Error) => this.logger.warn(`Could not release ${metadata.method}'s lock: ${error.message}`));
   }
 
-  onModuleDestroy(): void {
+  /** @internal Called by the module after the client closed, so shutdown's `released` events are seen. */
+  complete(): void {
     this.unsubscribe();
     this.subject.complete();
   }

@@ -33,12 +33,16 @@ import { ConfigurableModuleClass, REDLOCK_MODULE_OPTIONS } from './redlock.modul
   exports: [Redlock, REDLOCK_CLIENT, LockService],
 })
 export class RedlockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
-  constructor(private readonly client: Redlock) {
+  constructor(
+    private readonly client: Redlock,
+    private readonly locks: LockService,
+  ) {
     super();
   }
 
-  /** Releases the locks still held, closes the connections the client opened. */
+  /** Releases the locks still held, closes the connections the client opened, then ends `events$`. */
   async onApplicationShutdown(): Promise<void> {
     await this.client.close();
+    this.locks.complete();
   }
 }

@@ -280,6 +280,39 @@ describe('scripts', () => {
   });
 });
 
+describe('restart guard', () => {
+  it('does not count a node that restarted without its data inside the window', async () => {
+    const uptime = async (i: number) => Number(/uptime_in_seconds:(\d+)/.exec(await raw[i]!.info('server'))![1]);
+    // Nodes that have run for a while count; the window is 1 s.
+    await until(async () => (await Promise.all([0, 1, 3, 4].map(uptime))).every((s) => s >= 1), 'nodes older than 1 s', 3000, 100);
+    const holder = client({ retryCount: 0 });
+    const longLived = client({ retryCount: 0, restartGuard: 1000 });
+    await longLived.ready();
+    const a = await holder.acquire('guarded', 10_000);
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:guarded')))).every((n) => n === 1), 'the keys everywhere');
+    // A holds {0, 1, 2} only; then node 2 crashes and comes back empty.
+    await Promise.all([3, 4].map((i) => raw[i]!.del('redlock:lock:guarded')));
+    await fleet.kill(2);
+    await fleet.restart(2);
+
+    const fresh = client({ retryCount: 0, restartGuard: 1000 });
+    const events: LockEvent[] = [];
+    fresh.subscribe((e) => events.push(e));
+    const refused = await fresh.acquire('guarded', 10_000).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ResourceBusyError);
+    expect((refused as ResourceBusyError).attempts[0]!.nodes[2]!.outcome).toBe('excluded');
+    expect(events.some((e) => e.type === 'node-restarted')).toBe(true);
+    // A client that was connected before the restart notices the new run id.
+    await expect(longLived.acquire('guarded', 10_000)).rejects.toBeInstanceOf(ResourceBusyError);
+
+    // Without the guard the same acquisition succeeds: two holders at once.
+    const unguarded = client({ retryCount: 0 });
+    const b = await unguarded.acquire('guarded', 10_000);
+    expect(a.isHeld && b.isHeld).toBe(true);
+    await Promise.all([a.release(), b.release()]);
+  });
+});
+
 describe('failed attempts', () => {
   it('leave no key on any node', async () => {
     // Another holder has "b" on nodes 0-2: a lock on [a, b] can only take nodes 3-4, then undoes them.

@@ -118,6 +118,14 @@ describe('@Locked keys and nesting', () => {
     const [outer, inner] = await jobs.outer('x');
     expect(inner).toBe(outer);
   });
+
+  it('passes a nested using the lock that holds its resource, not merely the innermost', async () => {
+    const seen = await locks.using('res-a', 2000, (a) =>
+      locks.using('res-b', 2000, () => locks.using('res-a', 2000, (inner) => [a.id, inner.id, inner.resources])),
+    );
+    expect(seen[1]).toBe(seen[0]);
+    expect(seen[2]).toEqual(['res-a']);
+  });
 });
 
 describe('busy behaviour on provider methods', () => {
@@ -137,7 +145,9 @@ describe('busy behaviour on provider methods', () => {
 
   it('keeps the lock for lockAtLeastFor after a short run', async () => {
     const started = Date.now();
+    const released = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'released' && e.resources[0] === 'short')));
     expect(await jobs.short()).toBe('done');
+    await released; // left to expire, and reported as released by its holder
     expect(await locks.tryAcquire('short', 1000)).toBeNull();
     await until(async () => {
       const lock = await locks.tryAcquire('short', 1000);
