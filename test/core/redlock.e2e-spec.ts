@@ -36,9 +36,12 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
+  // Resume first: closing a connection to a hung node makes ioredis wait 2 s for the socket.
   for (let i = 0; i < 5; i++) {
     if (fleet.nodes[i]!.paused) await fleet.resume(i);
+  }
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  for (let i = 0; i < 5; i++) {
     if (!fleet.nodes[i]!.running) await fleet.restart(i);
   }
   await Promise.all(raw.map((r) => r.flushall().catch(() => undefined)));
@@ -169,6 +172,21 @@ describe('lifecycle', () => {
     expect(events.map((e) => e.type)).toContain('lost');
     // Never silently re-acquired: the keys stay gone on the nodes that lost them.
     expect(await raw[0]!.exists('redlock:lock:gone')).toBe(0);
+  });
+
+  it('is declared lost when extensions cannot reach a quorum before its validity ends', async () => {
+    const redlock = client({ nodeTimeout: 50 });
+    const events: LockEvent[] = [];
+    redlock.subscribe((e) => events.push(e));
+    const lock = await redlock.acquire('unreachable', 400, { autoExtend: true });
+    const lost = new Promise<LockLostError>((resolve) => lock.lost$.subscribe(resolve));
+    await Promise.all([0, 1, 2].map((i) => fleet.pause(i)));
+    const started = performance.now();
+    expect((await lost).reason).toBe('expired');
+    expect(performance.now() - started).toBeLessThan(400 + 100);
+    expect(lock.signal.aborted).toBe(true);
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['extend-failed', 'lost']));
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
   });
 
   it('auto-extension keeps a lock alive past its ttl in using()', async () => {
