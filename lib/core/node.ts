@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { Script } from './scripts.js';
+import { runScript, type Script } from './scripts.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -126,13 +126,7 @@ export class LockNode {
 
   async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.firstReady && this.client.status !== 'ready') await this.firstReady;
-    try {
-      return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      // EVAL also caches the script on the node: the next call goes by SHA again.
-      return await this.client.eval(script.lua, keys.length, ...keys, ...args);
-    }
+    return runScript(this.client, script, keys, args);
   }
 
   /**

@@ -14,6 +14,27 @@ function script(name: string, lua: string): Script {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
+/** The part of an ioredis client (standalone or cluster) that runs scripts. */
+export interface ScriptRunner {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(lua: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+}
+
+/** Runs a script by SHA; on NOSCRIPT (a restarted or flushed node) sends it once with EVAL, which caches it. */
+export async function runScript(
+  client: ScriptRunner,
+  script: Script,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  try {
+    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return await client.eval(script.lua, keys.length, ...keys, ...args);
+  }
+}
+
 /**
  * Take every lock key, or none.
  * KEYS: the n lock keys, then (when fencing is on) the n fence counters.
@@ -117,6 +138,36 @@ for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
 return 1
+`,
+);
+
+/**
+ * Fenced store access: check the caller's fencing token against the highest one
+ * seen for this key and record it, then read or write, all atomically. Reads
+ * are checked too: otherwise a new holder could read, a stale holder write, and
+ * the new holder overwrite on the basis of what it read.
+ * KEYS: data key, token key. ARGV: token, 'get' | 'set' | 'del', value (set).
+ * Returns {1, value-or-false} when accepted, {0, highest token seen} when stale.
+ */
+export const FENCED_ACCESS = script(
+  'fenced-access',
+  `
+local token = tonumber(ARGV[1])
+local seen = tonumber(redis.call('GET', KEYS[2]) or '0')
+if token < seen then
+  return {0, string.format('%.0f', seen)}
+end
+if token > seen then
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+if ARGV[2] == 'set' then
+  redis.call('SET', KEYS[1], ARGV[3])
+  return {1, false}
+elseif ARGV[2] == 'del' then
+  redis.call('DEL', KEYS[1])
+  return {1, false}
+end
+return {1, redis.call('GET', KEYS[1])}
 `,
 );
 

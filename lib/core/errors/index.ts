@@ -4,3 +4,4 @@ export { ResourceBusyError } from './resource-busy.error.js';
 export { QuorumUnreachableError } from './quorum-unreachable.error.js';
 export { LockLostError } from './lock-lost.error.js';
 export { LockAbortedError } from './lock-aborted.error.js';
+export { StaleTokenError } from './stale-token.error.js';

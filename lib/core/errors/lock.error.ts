@@ -4,7 +4,8 @@ export type LockErrorCode =
   | 'RESOURCE_BUSY'
   | 'QUORUM_UNREACHABLE'
   | 'LOCK_LOST'
-  | 'ABORTED';
+  | 'ABORTED'
+  | 'STALE_TOKEN';
 
 /**
  * Base class of every error thrown by the lock client. Switch on `code`, not on
