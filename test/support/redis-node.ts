@@ -20,7 +20,7 @@ import { mkdtemp, rm, mkdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { rawCommand } from './resp.js';
+import { RespError, rawCommand } from './resp.js';
 
 export interface RedisNodeOptions {
   /** Extra redis-server arguments, appended last (so they override defaults). */
@@ -483,7 +483,8 @@ export class RedisNode implements TestRedisNode {
       if (!pidAlive(pid)) return fail(`process ${pid} exited before answering PING`);
       try {
         const reply = await rawCommand(port, ['PING'], { host: HOST, timeoutMs: 250 });
-        if (reply === 'PONG') break;
+        // A node started with --requirepass answers NOAUTH: it is up all the same.
+        if (reply === 'PONG' || (reply instanceof RespError && reply.message.startsWith('NOAUTH'))) break;
       } catch {
         /* not listening yet */
       }

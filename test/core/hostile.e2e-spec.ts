@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { inspect } from 'node:util';
+import { Redlock, type LockEvent } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+
+let fleet: RedisFleet;
+let secured: RedisFleet;
+let raw: Redis[];
+
+beforeAll(async () => {
+  [fleet, secured] = await Promise.all([startFleet(3), startFleet(3, { args: ['--requirepass', 'pa55-word-x'] })]);
+  raw = fleet.urls.map((u) => new Redis(u));
+});
+
+afterAll(async () => {
+  raw?.forEach((r) => r.disconnect());
+  await Promise.all([fleet?.stop(), secured?.stop()]);
+});
+
+describe('hostile resource names', () => {
+  it.each([
+    ['a newline', 'line\nbreak'],
+    ['a NUL and high code points', 'nul\u0000\u00ff\uffff'],
+    ['hash-tag braces', '{user:1}:cart'],
+    ['glob characters', '*?[]'],
+    ['1024 characters', 'x'.repeat(1024)],
+  ])('locks a name with %s exactly as given', async (_label, name) => {
+    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0 });
+    try {
+      const lock = await redlock.acquire(name, 5000);
+      await until(async () => (await Promise.all(raw.map((r) => r.exists(`redlock:lock:${name}`)))).every((n) => n === 1), 'the keys');
+      await expect(redlock.acquire(name, 5000)).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
+      await lock.release();
+      expect(await raw[0]!.exists(`redlock:lock:${name}`)).toBe(0);
+    } finally {
+      await redlock.close();
+    }
+  });
+});
+
+describe('secrets', () => {
+  it('lock values are 160 random bits, distinct, and never in events, errors, JSON or inspect', async () => {
+    const events: LockEvent[] = [];
+    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0, onEvent: (e) => events.push(e) });
+    try {
+      const values = new Set<string>();
+      const leaks: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        const lock = await redlock.acquire('secret', 5000);
+        await until(async () => (await raw[0]!.exists('redlock:lock:secret')) === 1, 'the key');
+        const value = (await raw[0]!.get('redlock:lock:secret'))!;
+        expect(Buffer.from(value, 'base64url')).toHaveLength(20);
+        values.add(value);
+        const busy = await redlock.acquire('secret', 5000).catch((e: Error) => e);
+        leaks.push(JSON.stringify(lock), inspect(lock, { depth: 5 }), String(busy), inspect(busy, { depth: 5 }));
+        await lock.release();
+        const haystack = leaks.join('\n') + JSON.stringify(events);
+        expect(haystack).not.toContain(value);
+      }
+      expect(values.size).toBe(50);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('passes a password through to ioredis and never shows it', async () => {
+    const good = new Redlock({ nodes: secured.urls.map((u) => u.replace('redis://', 'redis://:pa55-word-x@')), retryCount: 0 });
+    const lock = await good.acquire('with-auth', 5000);
+    await lock.release();
+    expect(good.nodeLabels.join()).not.toContain('pa55');
+    await good.close();
+
+    const events: LockEvent[] = [];
+    const wrong = new Redlock({
+      nodes: secured.urls.map((u) => u.replace('redis://', 'redis://:wrong-secret-y@')),
+      retryCount: 0,
+      onEvent: (e) => events.push(e),
+    });
+    const error = await wrong.acquire('with-auth', 5000).catch((e: Error) => e);
+    await wrong.close();
+    expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+    const nodeErrors = events.filter((e) => e.type === 'node-error');
+    expect(nodeErrors.length).toBeGreaterThan(0);
+    // The node is named, the failure said, the password never shown.
+    expect(nodeErrors[0]).toMatchObject({ node: expect.stringMatching(/^127\.0\.0\.1:\d+\/0$/) });
+    expect(JSON.stringify(nodeErrors)).toMatch(/WRONGPASS|invalid/i);
+    const haystack = JSON.stringify(events) + String(error) + inspect(error, { depth: 6 });
+    expect(haystack).not.toContain('wrong-secret-y');
+  });
+});
