@@ -35,8 +35,9 @@ export function validateResources(resources: unknown): readonly string[] {
 
 /**
  * Key layout on every node, in one place: `<prefix>lock:<resource>` holds the
- * holder's value, `<prefix>fence:<resource>` the fencing counter. The two
- * namespaces cannot collide whatever the resource name is.
+ * holder's value, `<prefix>fence:<resource>` the fencing counter,
+ * `<prefix>queue:<resource>` and `<prefix>queue-deadlines:<resource>` the wait
+ * queue. The namespaces cannot collide whatever the resource name is.
  */
 export function lockKey(prefix: string, resource: string): string {
   return `${prefix}lock:${resource}`;
@@ -44,4 +45,45 @@ export function lockKey(prefix: string, resource: string): string {
 
 export function fenceKey(prefix: string, resource: string): string {
   return `${prefix}fence:${resource}`;
+}
+
+/** Every key list the scripts of one lock take, built once per lock. */
+export interface LockKeys {
+  readonly locks: readonly string[];
+  /** ACQUIRE: locks, fence counters (fencing on), queue and deadlines per resource (fair waiting on). */
+  readonly acquire: readonly string[];
+  /** CONFIRM_TOKEN: locks and fence counters. */
+  readonly confirm: readonly string[];
+  /** RELEASE: locks, then queues (fair waiting on). */
+  readonly release: readonly string[];
+  /** LEAVE_QUEUE: queue and deadlines per resource. */
+  readonly queues: readonly string[];
+  /** Channels a waiter is woken on: the queue keys. */
+  readonly channels: readonly string[];
+}
+
+export function lockKeys(prefix: string, resources: readonly string[], fencing: boolean, fair: boolean): LockKeys {
+  const locks = resources.map((r) => lockKey(prefix, r));
+  const fences = fencing ? resources.map((r) => fenceKey(prefix, r)) : [];
+  const channels = fair ? resources.map((r) => queueKey(prefix, r)) : [];
+  const queues = fair ? resources.flatMap((r) => [queueKey(prefix, r), queueDeadlinesKey(prefix, r)]) : [];
+  const confirm = fencing ? [...locks, ...fences] : locks;
+  return {
+    locks,
+    acquire: fair ? [...confirm, ...queues] : confirm,
+    confirm,
+    release: fair ? [...locks, ...channels] : locks,
+    queues,
+    channels,
+  };
+}
+
+/** The wait queue of a resource (a sorted set of waiter ids), also the channel its releases are published on. */
+export function queueKey(prefix: string, resource: string): string {
+  return `${prefix}queue:${resource}`;
+}
+
+/** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
+export function queueDeadlinesKey(prefix: string, resource: string): string {
+  return `${prefix}queue-deadlines:${resource}`;
 }

@@ -29,7 +29,7 @@ export interface RedlockOptions extends RetryOptions {
   readonly ttl?: number;
   /** Clock drift allowance as a fraction of the ttl, in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
-  /** Per-node timeout, ms. Default: derived from the ttl (1% of it, within 25-250 ms and at most ttl/4). */
+  /** Per-node timeout, ms. Default: derived from the ttl (1% of it, within 50-250 ms and at most ttl/4). */
   readonly nodeTimeout?: number;
   /**
    * Fencing tokens: `true` (default) gives every lock a token that grows across
@@ -47,6 +47,13 @@ export interface RedlockOptions extends RetryOptions {
    * with `appendfsync always`. See the README's "Node restarts".
    */
   readonly restartGuard?: number;
+  /**
+   * Fair waiting (default true): callers that wait for a busy resource queue on
+   * the nodes by the time of their first attempt, a freed resource is reserved
+   * for the first of them, and releases wake it through pub/sub instead of
+   * polling (polling stays as the fallback). `false`: plain jittered polling.
+   */
+  readonly fairWaiting?: boolean;
   /** Receives every lock event; errors thrown by it are ignored. */
   readonly onEvent?: LockEventListener;
 }
@@ -82,6 +89,7 @@ export interface ResolvedOptions {
   readonly threshold: number;
   readonly maxExtensions: number;
   readonly restartGuard: number;
+  readonly fairWaiting: boolean;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -108,6 +116,12 @@ function integerIn(name: string, value: unknown, min: number, max: number, fallb
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new InvalidArgumentError(name, `an integer from ${min} to ${max}`, value);
   }
+  return value;
+}
+
+function booleanOr(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(name, 'a boolean', value);
   return value;
 }
 
@@ -147,9 +161,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (typeof maxExtensions !== 'number' || !(maxExtensions === Infinity || (Number.isInteger(maxExtensions) && maxExtensions >= 0))) {
     throw new InvalidArgumentError('autoExtend.maxExtensions', 'a non-negative integer or Infinity', maxExtensions);
   }
-  if (options.fencing !== undefined && typeof options.fencing !== 'boolean') {
-    throw new InvalidArgumentError('fencing', 'a boolean', options.fencing);
-  }
+  booleanOr('fencing', options.fencing, true);
   if (options.onEvent !== undefined && typeof options.onEvent !== 'function') {
     throw new InvalidArgumentError('onEvent', 'a function', options.onEvent);
   }
@@ -169,5 +181,6 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     threshold,
     maxExtensions,
     restartGuard: integerIn('restartGuard', options.restartGuard, 0, MAX_TTL, 0),
+    fairWaiting: booleanOr('fairWaiting', options.fairWaiting, true),
   };
 }

@@ -17,12 +17,13 @@ export function validityOf(ttl: number, elapsed: number, driftFactor: number): n
 }
 
 /**
- * Default per-node timeout for a lock of `ttl` ms: small against the ttl (the
- * Redlock paper suggests 5-50 ms for 10 s) but not below what a busy Node
- * process needs to see a loopback answer.
+ * Default per-node timeout for a lock of `ttl` ms: 1% of the ttl, within
+ * 50-250 ms and at most a quarter of the ttl. Small against the ttl, but not
+ * below what a loaded Node process needs to see an answer; a slow minority
+ * never delays a round anyway, since rounds are decided at quorum.
  */
 export function defaultNodeTimeout(ttl: number): number {
-  return Math.max(1, Math.min(250, Math.max(25, Math.round(ttl / 100)), Math.floor(ttl / 4)));
+  return Math.max(1, Math.min(250, Math.max(50, Math.round(ttl / 100)), Math.floor(ttl / 4)));
 }
 
 /** Delay before retry: `delay` plus a uniform random jitter in [0, jitter). */

@@ -7,9 +7,10 @@ import type { LockError } from './errors/lock.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
-import { fenceKey, lockKey, validateResources } from './keys.js';
+import { lockKeys, validateResources, type LockKeys } from './keys.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
+import { pingNodes, type NodeHealth } from './node-health.js';
 import {
   checkTtl,
   resolveOptions,
@@ -21,7 +22,9 @@ import {
 import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
 import { broadcast, type RoundResult, type Verdict } from './round.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE } from './scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, LEAVE_QUEUE, RELEASE } from './scripts.js';
+import { Turn } from './turn.js';
+import { WakeNotifier } from './wake-notifier.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
@@ -62,7 +65,9 @@ export class Redlock implements LockOwner {
   private readonly nodes: readonly LockNode[];
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
-  private readonly held = new Set<Lock>();
+  /** Locks this client holds, with their keys. */
+  private readonly held = new Map<Lock, LockKeys>();
+  private readonly notifier: WakeNotifier;
   private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
   private closed = false;
@@ -71,6 +76,7 @@ export class Redlock implements LockOwner {
     this.options = resolveOptions(options);
     this.nodes = buildNodes(options.nodes);
     this.quorum = quorumOf(this.nodes.length);
+    this.notifier = new WakeNotifier(this.nodes);
     if (options.onEvent) this.listeners.add(options.onEvent);
     for (const node of this.nodes) {
       const report = (error: Error) =>
@@ -91,6 +97,18 @@ export class Redlock implements LockOwner {
   /** `host:port/db` of each node, in order; never credentials. */
   get nodeLabels(): readonly string[] {
     return this.nodes.map((n) => n.label);
+  }
+
+  /**
+   * PINGs every node at once, for health checks: a node silent after `timeout`
+   * ms (default: the per-node timeout of a lock with the default ttl) is
+   * reported down. Never rejects.
+   *
+   * @example
+   * const healthy = (await redlock.ping(500)).filter((n) => n.status === 'up').length >= redlock.quorum;
+   */
+  ping(timeout?: number): Promise<NodeHealth[]> {
+    return pingNodes(this.nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkTtl(timeout, 'timeout'));
   }
 
   /**
@@ -139,15 +157,21 @@ export class Redlock implements LockOwner {
     const { signal } = options;
     const started = performance.now();
     const deadline = retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout;
-    const prefix = this.options.prefix;
     const retention = this.options.fencingRetention;
-    const keys = names.map((r) => lockKey(prefix, r));
-    const scriptKeys = retention > 0 ? [...keys, ...names.map((r) => fenceKey(prefix, r))] : keys;
+    const fair = this.options.fairWaiting;
+    const keys = lockKeys(this.options.prefix, names, retention > 0, fair);
     const value = randomBytes(VALUE_BYTES).toString('base64url');
+    // The lock's public id doubles as its waiter id in the nodes' queues.
+    const id = randomBytes(8).toString('hex');
+    const waiter = fair && retry.retryCount > 0 ? id : '';
+    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, Date.now(), 0];
+    const releaseArgs = [value, fair ? 1 : 0];
     const attempts: AttemptReport[] = [];
+    let turn: Turn | undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
+      if (turn) this.leaveQueue(turn, keys, id, nodeTimeout, true);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -166,9 +190,11 @@ export class Redlock implements LockOwner {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       const t0 = performance.now();
+      // A queue entry lives long enough to survive the wait until the next attempt.
+      acquireArgs[7] = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
       const round = await broadcast(
         this.nodes,
-        (node) => node.run(ACQUIRE, scriptKeys, [value, lockTtl, names.length, retention]),
+        (node) => node.run(ACQUIRE, keys.acquire, acquireArgs),
         acquireVerdict,
         this.quorum,
         nodeTimeout,
@@ -178,7 +204,7 @@ export class Redlock implements LockOwner {
       let token: number | undefined;
       let taken = round.yes.length >= this.quorum;
       if (taken && retention > 0) {
-        const confirmed = await this.confirmToken(round, [value, 0, names.length, retention], scriptKeys, nodeTimeout);
+        const confirmed = await this.confirmToken(round, [value, 0, names.length, retention], keys.confirm, nodeTimeout);
         token = confirmed.token;
         taken = confirmed.ok;
         reports = confirmed.reports;
@@ -188,8 +214,10 @@ export class Redlock implements LockOwner {
 
       if (taken && validity > 0 && !signal?.aborted) {
         attempts.push({ attempt, elapsed, nodes: reports });
+        // Nodes that did not grant the lock may still list this waiter.
+        if (turn) this.leaveQueue(turn, keys, id, nodeTimeout, false);
         const lock = new Lock(this, {
-          id: randomBytes(8).toString('hex'),
+          id,
           resources: names,
           value,
           ttl: lockTtl,
@@ -199,7 +227,7 @@ export class Redlock implements LockOwner {
           threshold: this.options.threshold,
           maxExtensions: this.options.maxExtensions,
         });
-        this.held.add(lock);
+        this.held.set(lock, keys);
         if (options.autoExtend) lock.startAutoExtend();
         this.emit({
           type: 'acquired',
@@ -216,7 +244,14 @@ export class Redlock implements LockOwner {
       }
 
       // Undo on every node, those that timed out too: a late SET must not survive.
-      await broadcast(this.nodes, (node) => node.run(RELEASE, keys, [value]), releaseVerdict, this.quorum, nodeTimeout, 'all');
+      await broadcast(
+        this.nodes,
+        (node) => node.run(RELEASE, keys.release, releaseArgs),
+        releaseVerdict,
+        this.quorum,
+        nodeTimeout,
+        'all',
+      );
 
       // The undo went after the acquire on each connection, so the nodes that were
       // still pending at the decision have answered by now (or timed out): judge by all.
@@ -238,12 +273,29 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
+      if (waiter && !turn) turn = new Turn(this.notifier, keys.channels, waiter);
       try {
-        await sleep(delay, undefined, { signal });
+        await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {
         fail(new LockAbortedError(names, signal?.reason));
       }
     }
+  }
+
+  /**
+   * A waiter that got the lock, or gave up, leaves the nodes' queues; one that
+   * gave up wakes the next waiter if it was first.
+   */
+  private leaveQueue(turn: Turn, keys: LockKeys, waiter: string, nodeTimeout: number, gaveUp: boolean): void {
+    turn.stop();
+    void broadcast(
+      this.nodes,
+      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, gaveUp ? 1 : 0]),
+      releaseVerdict,
+      this.quorum,
+      nodeTimeout,
+      'all',
+    );
   }
 
   /**
@@ -282,7 +334,7 @@ export class Redlock implements LockOwner {
       this.lost(lock, 'expired');
       throw new LockLostError(lock.resources, 'expired');
     }
-    const keys = lock.resources.map((r) => lockKey(this.options.prefix, r));
+    const keys = this.held.get(lock)!.locks;
     const t0 = performance.now();
     const round = await broadcast(
       this.nodes,
@@ -322,13 +374,13 @@ export class Redlock implements LockOwner {
    * a quorum of nodes confirmed; the keys then expire at the end of the ttl.
    */
   async release(lock: Lock): Promise<void> {
-    if (!this.held.delete(lock)) return;
+    const keys = this.held.get(lock);
+    if (!keys || !this.held.delete(lock)) return;
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const keys = lock.resources.map((r) => lockKey(this.options.prefix, r));
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(RELEASE, keys, [secretOf(lock)]),
+      (node) => node.run(RELEASE, keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0]),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),
@@ -377,7 +429,8 @@ export class Redlock implements LockOwner {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.held].map((lock) => lock.release().catch(() => undefined)));
+    await Promise.all([...this.held.keys()].map((lock) => lock.release().catch(() => undefined)));
+    this.notifier.close();
     for (const detach of this.detach) detach();
     await Promise.all(this.nodes.map((node) => node.close(CLOSE_TIMEOUT)));
   }

@@ -36,11 +36,16 @@ export async function runScript(
 }
 
 /**
- * Take every lock key, or none.
- * KEYS: the n lock keys, then (when fencing is on) the n fence counters.
- * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off).
- * Returns {1, token} when taken (token 0 without fencing), {0, pttl} when a key
- * is held by another value (pttl of that key, a hint for when to retry).
+ * Take every lock key, or none, respecting the wait queue.
+ * KEYS: the n lock keys; then, when fencing is on, the n fence counters; then,
+ * when fair waiting is on, for each resource its queue (a sorted set of waiter
+ * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
+ * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off), fair (1/0),
+ * waiter id ('' = do not join the queue), waiter's first-attempt time (ms),
+ * queue entry ttl (ms).
+ * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
+ * is held by another value (its pttl, a hint for the retry); {0, -3} when the
+ * resource is free but reserved for an earlier waiter.
  */
 export const ACQUIRE = script(
   'acquire',
@@ -48,22 +53,72 @@ export const ACQUIRE = script(
 local value = ARGV[1]
 local n = tonumber(ARGV[3])
 local retention = tonumber(ARGV[4])
+local fair = ARGV[5] == '1'
+local waiter = ARGV[6]
+local q0 = n
+if retention > 0 then q0 = 2 * n end
+local now
+local function clock()
+  if not now then
+    if redis.replicate_commands then redis.replicate_commands() end
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
 -- ioredis may send a command twice after a reconnect. If every key already holds
 -- this value, the first run took them: answer the same without raising counters.
 local mine = 0
+local blocker
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   if v == value then
     mine = mine + 1
   elseif v then
-    return {0, redis.call('PTTL', KEYS[i])}
+    blocker = i
+    break
   end
+end
+-- A free resource is reserved for the longest waiter whose entry is still fresh:
+-- the process that just released cannot take it straight back.
+local reserved = false
+if fair and not blocker and mine < n then
+  for i = 1, n do
+    local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
+    while true do
+      local head = redis.call('ZRANGE', q, 0, 0)[1]
+      if not head or head == waiter then break end
+      if tonumber(redis.call('HGET', d, head) or '0') >= clock() then
+        reserved = true
+        break
+      end
+      redis.call('ZREM', q, head)
+      redis.call('HDEL', d, head)
+    end
+    if reserved then break end
+  end
+end
+if blocker or reserved then
+  if fair and waiter ~= '' then
+    local ttl = tonumber(ARGV[8])
+    for i = 1, n do
+      local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
+      redis.call('ZADD', q, 'NX', ARGV[7], waiter)
+      redis.call('HSET', d, waiter, clock() + ttl)
+      redis.call('PEXPIRE', q, ttl)
+      redis.call('PEXPIRE', d, ttl)
+    end
+  end
+  if blocker then return {0, redis.call('PTTL', KEYS[blocker])} end
+  return {0, -3}
 end
 if mine < n then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
   end
 end
+-- The waiter stays queued here: if this attempt fails on the quorum, it must
+-- keep its place on this node too. It leaves once it holds the lock.
 if retention == 0 then
   return {1, 0}
 end
@@ -84,8 +139,8 @@ for i = n + 1, 2 * n do
     c = c + 1
   else
     if redis.replicate_commands then redis.replicate_commands() end
-    local now = redis.call('TIME')
-    c = tonumber(now[1]) * 1000000 + tonumber(now[2])
+    local t = redis.call('TIME')
+    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   if c > token then token = c end
 end
@@ -172,19 +227,49 @@ return {1, redis.call('GET', KEYS[1])}
 );
 
 /**
- * Compare-and-delete: delete only the keys that hold this value.
- * KEYS: lock keys. ARGV: value. Returns how many keys were deleted.
+ * Compare-and-delete: delete only the keys that hold this value; where a key
+ * was deleted and waiters queue for it, publish the first waiter's id on the
+ * queue's channel (the queue key's name) to wake it without polling.
+ * KEYS: the n lock keys, then (when fair waiting is on) the n queue keys.
+ * ARGV: value. Returns how many keys were deleted.
  */
 export const RELEASE = script(
   'release',
   `
+local n = #KEYS
+if #KEYS > 1 and ARGV[2] == '1' then n = #KEYS / 2 end
 local deleted = 0
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
+    if n < #KEYS then
+      local head = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
+      if head then redis.call('PUBLISH', KEYS[n + i], head) end
+    end
   end
 end
 return deleted
+`,
+);
+
+/**
+ * A waiter leaves the queues: it got the lock (ARGV[2] = '0') or gave up
+ * (ARGV[2] = '1': if it was first, the next waiter is woken).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake flag.
+ */
+export const LEAVE_QUEUE = script(
+  'leave-queue',
+  `
+for i = 1, #KEYS, 2 do
+  local first = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
+  redis.call('ZREM', KEYS[i], ARGV[1])
+  redis.call('HDEL', KEYS[i + 1], ARGV[1])
+  if first == ARGV[1] and ARGV[2] == '1' then
+    local head = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
+    if head then redis.call('PUBLISH', KEYS[i], head) end
+  end
+end
+return 1
 `,
 );

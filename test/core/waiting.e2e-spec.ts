@@ -1,0 +1,106 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+
+let fleet: RedisFleet;
+let raw: Redis[];
+const clients: Redlock[] = [];
+
+function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
+  const redlock = new Redlock({ nodes: fleet.urls, ...options });
+  clients.push(redlock);
+  return redlock;
+}
+
+const queueKeysLeft = async () =>
+  (await Promise.all(raw.map((r) => r.keys('redlock:queue*')))).flat();
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+  raw = fleet.urls.map((u) => new Redis(u));
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(raw.map((r) => r.flushall()));
+});
+afterAll(async () => {
+  raw?.forEach((r) => r.disconnect());
+  await fleet?.stop();
+});
+
+describe('waiting for a busy resource', () => {
+  it('is woken by the release, not by its polling delay', async () => {
+    const holder = client();
+    const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
+    const held = await holder.acquire('wake', 10_000);
+    const waiting = waiter.acquire('wake', 10_000);
+    await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
+    const released = performance.now();
+    await held.release();
+    const lock = await waiting;
+    expect(performance.now() - released).toBeLessThan(200);
+    await lock.release();
+    expect(await queueKeysLeft()).toEqual([]);
+  });
+
+  it('hands a freed resource to the longest waiter, not to the process that just released', async () => {
+    const holder = client({ retryDelay: 5, retryJitter: 5 });
+    const first = client({ retryDelay: 5000, retryJitter: 0 });
+    const second = client({ retryDelay: 5000, retryJitter: 0 });
+    const held = await holder.acquire('fair', 10_000);
+    const order: string[] = [];
+    const firstWaits = first.acquire('fair', 10_000).then((l) => (order.push('first'), l));
+    await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 1, 'first in the queue');
+    const secondWaits = second.acquire('fair', 10_000).then((l) => (order.push('second'), l));
+    await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 2, 'second in the queue');
+    await held.release();
+    // The releaser comes straight back: the resource is reserved for the first waiter.
+    await expect(holder.acquire('fair', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+    const a = await firstWaits;
+    expect(order).toEqual(['first']);
+    await a.release();
+    const b = await secondWaits;
+    expect(order).toEqual(['first', 'second']);
+    await b.release();
+  });
+
+  it('leaves nothing behind when the waiter is aborted or gives up', async () => {
+    const holder = client();
+    const held = await holder.acquire('leave', 10_000);
+    const controller = new AbortController();
+    const aborted = client().acquire('leave', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+    const timedOut = client({ retryDelay: 20 }).acquire('leave', 10_000, { acquireTimeout: 150 }).catch((e: unknown) => e);
+    await until(async () => (await raw[0]!.zcard('redlock:queue:leave')) === 2, 'both in the queue');
+    controller.abort();
+    expect(await aborted).toBeInstanceOf(LockAbortedError);
+    expect(await timedOut).toBeInstanceOf(ResourceBusyError);
+    await until(async () => (await queueKeysLeft()).length === 0, 'empty queues');
+    await held.release();
+  });
+
+  it('shares one resource fairly among eight contending clients', async () => {
+    const contenders = Array.from({ length: 8 }, () => client({ retryDelay: 100 }));
+    const counts = contenders.map(() => 0);
+    let longestWait = 0;
+    const end = performance.now() + 1500;
+    await Promise.all(
+      contenders.map(async (redlock, i) => {
+        while (performance.now() < end) {
+          const asked = performance.now();
+          const lock = await redlock.acquire('contended', 5000, { retryCount: 1000 });
+          longestWait = Math.max(longestWait, performance.now() - asked);
+          counts[i]!++;
+          await sleep(1);
+          await lock.release();
+        }
+      }),
+    );
+    const worst = Math.min(...counts);
+    const best = Math.max(...counts);
+    expect(worst).toBeGreaterThanOrEqual(best / 2);
+    expect(longestWait).toBeLessThan(500);
+  });
+});
