@@ -64,7 +64,10 @@ export class LockNode {
   }
 
   static from(spec: NodeSpec): LockNode {
-    if (spec instanceof Redis || spec instanceof Cluster) return new LockNode(spec, false);
+    // A client the user made: ioredis, or anything shaped like it (the testing module's in-memory node).
+    if (spec instanceof Redis || spec instanceof Cluster || typeof (spec as Partial<Redis>).evalsha === 'function') {
+      return new LockNode(spec as RedisClient, false);
+    }
     const client =
       typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
     return new LockNode(client, true);
