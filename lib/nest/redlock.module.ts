@@ -2,7 +2,9 @@ import { Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Redlock } from '../core/redlock.js';
 import { LockService } from './lock.service.js';
+import { LockEventsLogger } from './lock-events.logger.js';
 import { LockedExplorer } from './locked.explorer.js';
+import { RedlockTelemetry } from './redlock.telemetry.js';
 import { LockedInterceptor } from './locked.interceptor.js';
 import { validateModuleOptions } from './redlock-module-options.validate.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
@@ -28,6 +30,8 @@ import { ConfigurableModuleClass, REDLOCK_MODULE_OPTIONS } from './redlock.modul
     { provide: REDLOCK_CLIENT, useExisting: Redlock },
     LockService,
     LockedExplorer,
+    LockEventsLogger,
+    RedlockTelemetry,
     { provide: APP_INTERCEPTOR, useClass: LockedInterceptor },
   ],
   exports: [Redlock, REDLOCK_CLIENT, LockService],
