@@ -127,7 +127,6 @@ export class LockService implements LockedRunner {
     } catch (error) {
       if (!(error instanceof ResourceBusyError) || mode === 'throw') throw error;
       if (mode === 'wait' && busy.status !== undefined) throw error;
-      this.logger.debug(`Skipped ${metadata.method}: ${resources.length} resource(s) busy`);
       this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method });
       return null;
     }
