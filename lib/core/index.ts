@@ -1,5 +1,8 @@
 export { Redlock } from './redlock.js';
 export { Lock } from './lock.js';
+export type { HolderIdentity } from './holder.js';
+export type { ResourceInspection, NodeInspection } from './inspection.js';
+export type { NodeHealth } from './node-health.js';
 export type { LostStream, LostObserver } from './lost-stream.js';
 export type { NodeSpec, RedisClient } from './node.js';
 export type { RedlockOptions, AcquireOptions, RetryOptions, AutoExtendOptions } from './options.js';

@@ -17,6 +17,13 @@ export interface NodeHealth {
 
 const roundMs = (ms: number) => Math.round(ms * 10) / 10;
 
+// ioredis says "Stream isn't writeable" for a node it is reconnecting to: say so first.
+const ping = (node: LockNode): Promise<string> =>
+  node.client.ping().catch((error: Error) => {
+    const state = node.client.status;
+    throw state === 'ready' ? error : new Error(`not connected (${state}): ${error.message}`);
+  });
+
 /**
  * Sends PING to every node at once and waits at most `timeout` ms (one timer
  * for the whole round): a hung node is reported down, never waited for. A
@@ -26,7 +33,7 @@ const roundMs = (ms: number) => Math.round(ms * 10) / 10;
 export async function pingNodes(nodes: readonly LockNode[], timeout: number): Promise<NodeHealth[]> {
   const round = await broadcast(
     nodes,
-    (node) => node.connect().then(() => node.client.ping()),
+    (node) => node.connect().then(() => ping(node)),
     (reply, node) => ({ outcome: reply !== 'PONG' ? 'error' : node.excluded ? 'excluded' : 'ok' }),
     nodes.length,
     timeout,

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import type { LockEventListener } from './events.js';
+import type { HolderIdentity } from './holder.js';
 import type { NodeSpec } from './node.js';
 
 /** Longest ttl Redis accepts for `PX` without overflowing its expire time. */
@@ -54,6 +55,12 @@ export interface RedlockOptions extends RetryOptions {
    * polling (polling stays as the fallback). `false`: plain jittered polling.
    */
   readonly fairWaiting?: boolean;
+  /**
+   * Record who holds each lock, for `inspect` and the CLI: `true` records this
+   * host and pid; an object records what it says (`app`, `host`, `pid`).
+   * Carried inside the lock value; default: nothing recorded.
+   */
+  readonly identity?: HolderIdentity | boolean;
   /** Receives every lock event; errors thrown by it are ignored. */
   readonly onEvent?: LockEventListener;
 }

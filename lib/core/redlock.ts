@@ -7,7 +7,9 @@ import type { LockError } from './errors/lock.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
-import { lockKeys, validateResources, type LockKeys } from './keys.js';
+import { fenceKey, lockKey, lockKeys, queueKey, validateResources, type LockKeys } from './keys.js';
+import { encodeIdentity } from './holder.js';
+import { summarize, type ResourceInspection } from './inspection.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
@@ -22,7 +24,7 @@ import {
 import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
 import { broadcast, type RoundResult, type Verdict } from './round.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, LEAVE_QUEUE, RELEASE } from './scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE } from './scripts.js';
 import { Turn } from './turn.js';
 import { WakeNotifier } from './wake-notifier.js';
 
@@ -70,10 +72,13 @@ export class Redlock implements LockOwner {
   private readonly notifier: WakeNotifier;
   private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
+  /** Appended to every lock value: the holder identity, if recorded. */
+  private readonly identity: string;
   private closed = false;
 
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
+    this.identity = encodeIdentity(options.identity);
     this.nodes = buildNodes(options.nodes);
     this.quorum = quorumOf(this.nodes.length);
     this.notifier = new WakeNotifier(this.nodes);
@@ -160,7 +165,7 @@ export class Redlock implements LockOwner {
     const retention = this.options.fencingRetention;
     const fair = this.options.fairWaiting;
     const keys = lockKeys(this.options.prefix, names, retention > 0, fair);
-    const value = randomBytes(VALUE_BYTES).toString('base64url');
+    const value = randomBytes(VALUE_BYTES).toString('base64url') + this.identity;
     // The lock's public id doubles as its waiter id in the nodes' queues.
     const id = randomBytes(8).toString('hex');
     const waiter = fair && retry.retryCount > 0 ? id : '';
@@ -420,6 +425,37 @@ export class Redlock implements LockOwner {
       elapsed: 0,
       confirmed: this.quorum, // the extension that set the remaining ttl reached a quorum
     });
+  }
+
+  /**
+   * What the nodes know of `resource`: whether a quorum holds it, on which
+   * nodes, for how long, by which holder (a fingerprint, and the identity it
+   * recorded with the `identity` option), its fencing counter and waiters.
+   * Read-only; never shows a lock value.
+   */
+  async inspect(resource: string): Promise<ResourceInspection> {
+    const [name] = validateResources(resource);
+    const prefix = this.options.prefix;
+    const keys = [lockKey(prefix, name!), fenceKey(prefix, name!), queueKey(prefix, name!)];
+    const timeout = this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl);
+    const answers = await Promise.all(
+      this.nodes.map(async (node) => {
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const reply = await Promise.race([
+            node.run(INSPECT, keys, []),
+            new Promise<'timeout'>((resolve) => (timer = setTimeout(resolve, timeout, 'timeout'))),
+          ]);
+          if (reply === 'timeout') return { node: node.label, timeout: true };
+          return { node: node.label, reply: reply as [string | null, number, string | null, number] };
+        } catch (error) {
+          return { node: node.label, error: error instanceof Error ? error.message : String(error) };
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    return summarize(name!, this.quorum, answers);
   }
 
   /**

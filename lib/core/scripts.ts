@@ -197,6 +197,17 @@ return 1
 );
 
 /**
+ * What a node knows of one resource, for operators: read-only.
+ * KEYS: lock key, fence counter, queue. Returns {value or false, pttl, counter or false, waiters}.
+ */
+export const INSPECT = script(
+  'inspect',
+  `
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+`,
+);
+
+/**
  * Fenced store access: check the caller's fencing token against the highest one
  * seen for this key and record it, then read or write, all atomically. Reads
  * are checked too: otherwise a new holder could read, a stale holder write, and

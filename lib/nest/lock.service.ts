@@ -5,6 +5,7 @@ import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
 import type { AcquireOptions } from '../core/options.js';
+import type { ResourceInspection } from '../core/inspection.js';
 import { Redlock } from '../core/redlock.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
@@ -77,6 +78,11 @@ export class LockService implements LockedRunner {
     const outer = heldInScope(names);
     if (outer) return fn(outer);
     return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
+  }
+
+  /** What the nodes know of `resource`: held or not, where, how long, by whom (see `Redlock.inspect`). */
+  inspect(resource: string): Promise<ResourceInspection> {
+    return this.client.inspect(resource);
   }
 
   /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */

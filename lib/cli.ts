@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+import { main } from './cli/inspect.command.js';
+
+main(process.argv.slice(2), (line) => console.log(line)).then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    console.error(error.message);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { hostname } from 'node:os';
+import { Redlock } from '../../lib/index.js';
+import { main } from '../../lib/cli/inspect.command.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+
+let fleet: RedisFleet;
+beforeAll(async () => {
+  fleet = await startFleet(3);
+});
+afterAll(async () => {
+  await fleet?.stop();
+});
+
+describe('inspection', () => {
+  it('says who holds a resource, where and for how long, never the lock value', async () => {
+    const holder = new Redlock({ nodes: fleet.urls, identity: { app: 'billing' } });
+    const anonymous = new Redlock({ nodes: fleet.urls, identity: true });
+    try {
+      const lock = await holder.acquire('stuck-job', 30_000);
+      const inspection = await anonymous.inspect('stuck-job');
+      expect(inspection).toMatchObject({ resource: 'stuck-job', held: true, heldOn: 3, quorum: 2, identity: { app: 'billing' } });
+      expect(inspection.ttl).toBeGreaterThan(29_000);
+      expect(inspection.nodes.every((n) => n.state === 'held' && n.holder === inspection.holder)).toBe(true);
+      expect(inspection.fencingCounter).toBeGreaterThanOrEqual(lock.fencingToken!);
+
+      const lines: string[] = [];
+      expect(await main(['inspect', 'stuck-job', '--nodes', fleet.urls.join(',')], (l) => lines.push(l))).toBe(0);
+      expect(lines.join('\n')).toContain('"stuck-job" is HELD by billing');
+      await lock.release();
+
+      const mine = await anonymous.acquire('mine', 5000);
+      expect((await holder.inspect('mine')).identity).toEqual({ host: hostname(), pid: process.pid });
+      await mine.release();
+      expect(await holder.inspect('mine')).toMatchObject({ held: false, heldOn: 0 });
+
+      // Nothing of the value is shown: only a fingerprint.
+      const json: string[] = [];
+      await main(['inspect', 'stuck-job', '--nodes', fleet.urls.join(','), '--json'], (l) => json.push(l));
+      expect(JSON.parse(json[0]!)).toMatchObject({ held: false });
+    } finally {
+      await Promise.all([holder.close(), anonymous.close()]);
+    }
+  });
+
+  it('reports nodes that are down, and exits non-zero without a quorum', async () => {
+    await fleet.kill(0);
+    await fleet.kill(1);
+    const lines: string[] = [];
+    const url = (u: string) => u.replace('redis://', 'redis://:s3cret-pw@');
+    const code = await main(['inspect', 'x', '--nodes', fleet.urls.map(url).join(',')], (l) => lines.push(l));
+    expect(code).toBe(1);
+    expect(lines.join('\n')).toMatch(/error/);
+    expect(lines.join('\n')).not.toContain('s3cret-pw');
+    expect(await main(['bogus'], () => undefined)).toBe(2);
+  });
+});
