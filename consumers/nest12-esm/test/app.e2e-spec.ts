@@ -1,0 +1,77 @@
+import 'reflect-metadata';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { LockService, type RedlockEvent } from 'nest-redlock';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import request from 'supertest';
+import { AppModule } from '../src/app.module.js';
+import { TICK_RESOURCE, TickJob } from '../src/tick.job.js';
+import { startRedis, type RedisServer } from './redis-server.js';
+
+async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
+  let redis: RedisServer | undefined;
+  let app: INestApplication | undefined;
+  let base = '';
+  const events: RedlockEvent[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    app = await NestFactory.create(AppModule.forNodes([redis.url]), { logger: ['error', 'warn'] });
+    // Subscribed before init, so the first cron tick's events are seen too.
+    app.get(LockService).events$.subscribe((event) => events.push(event));
+    await app.listen(0, '127.0.0.1');
+    base = await app.getUrl();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
+
+  it('loads the ESM build through the "import" condition', () => {
+    const resolved = fileURLToPath(import.meta.resolve('nest-redlock'));
+    expect(resolved).toMatch(/node_modules[\\/]nest-redlock[\\/]dist[\\/]esm[\\/]index\.js$/);
+  });
+
+  it('the locked endpoint lets one of several concurrent requests in and answers 409 to the rest', async () => {
+    const concurrent = await Promise.all([
+      ...Array.from({ length: 5 }, () => request(base).post('/items/42')),
+      request(base).post('/items/7'), // another key: not blocked by item:42
+    ]);
+    const on42 = concurrent.slice(0, 5).map((r) => r.status).sort();
+    expect(on42).toEqual([201, 409, 409, 409, 409]);
+    expect(concurrent[5]!.status).toBe(201);
+    expect(concurrent.find((r) => r.status === 201)!.body).toEqual({ id: '42', updated: true });
+
+    // Released when the handler finished: the next request gets in.
+    expect((await request(base).post('/items/42')).status).toBe(201);
+
+    const on = (type: string) => events.filter((e) => e.type === type && 'resources' in e && e.resources.join() === 'item:42');
+    expect(on('acquired')).toHaveLength(2);
+    // The release may land just after the response went out.
+    await until(() => on('released').length === 2, 3000, "two 'released' events for item:42");
+  });
+
+  it('the locked cron job runs under its lock', async () => {
+    const job = app!.get(TickJob);
+    const acquiredTick = () =>
+      events.some((e) => e.type === 'acquired' && e.resources.length === 1 && e.resources[0] === TICK_RESOURCE);
+    await until(() => acquiredTick() && job.runs.length > 0, 5000, `an 'acquired' event for ${TICK_RESOURCE} and a run`);
+    expect(job.runs[0]).toEqual([TICK_RESOURCE]);
+    await until(
+      () => events.some((e) => e.type === 'released' && e.resources[0] === TICK_RESOURCE),
+      3000,
+      `a 'released' event for ${TICK_RESOURCE}`,
+    );
+  });
+});
