@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 
 /** Longest resource name accepted, in UTF-16 code units: keys stay cheap to send and store. */
@@ -34,17 +35,88 @@ export function validateResources(resources: unknown): readonly string[] {
 }
 
 /**
- * Key layout on every node, in one place: `<prefix>lock:<resource>` holds the
- * holder's value, `<prefix>fence:<resource>` the fencing counter,
- * `<prefix>queue:<resource>` and `<prefix>queue-deadlines:<resource>` the wait
- * queue. The namespaces cannot collide whatever the resource name is.
+ * Key layout on every node, in one place. Plain layout:
+ * `<prefix>lock:<resource>` holds the holder's value, `<prefix>fence:<resource>`
+ * the fencing counter, `<prefix>queue:<resource>` and
+ * `<prefix>queue-deadlines:<resource>` the wait queue. The namespaces cannot
+ * collide whatever the resource name is.
+ *
+ * Cluster layout (when a node is a Redis Cluster): every key of a resource
+ * carries one hash tag so that a script's keys live in one slot:
+ * `<prefix>lock:{<tag>}:<resource>`, where the tag is `T<t>` for a resource
+ * that has a hash tag `{t}` of its own, and `H<sha1>` of the name otherwise. The
+ * tag holds no brace, so the resource is everything after the first `}:` and
+ * no two resources share a key. Resources of one lock must share a hash tag.
  */
-export function lockKey(prefix: string, resource: string): string {
-  return `${prefix}lock:${resource}`;
+export class KeyLayout {
+  constructor(
+    readonly prefix: string,
+    readonly cluster: boolean,
+  ) {
+    if (cluster && /[{}]/.test(prefix)) {
+      throw new InvalidArgumentError('prefix', 'a prefix without braces when a node is a Redis Cluster', prefix);
+    }
+  }
+
+  lock(resource: string): string {
+    return this.key('lock', resource);
+  }
+
+  fence(resource: string): string {
+    return this.key('fence', resource);
+  }
+
+  /** The wait queue of a resource (a sorted set of waiter ids), also the channel its releases are published on. */
+  queue(resource: string): string {
+    return this.key('queue', resource);
+  }
+
+  /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
+  queueDeadlines(resource: string): string {
+    return this.key('queue-deadlines', resource);
+  }
+
+  /** Every key list the scripts of one lock take. */
+  forLock(resources: readonly string[], fencing: boolean, fair: boolean): LockKeys {
+    if (this.cluster && resources.length > 1) {
+      const tag = hashTagOf(resources[0]!);
+      if (tag === undefined || resources.some((r) => hashTagOf(r) !== tag)) {
+        throw new InvalidArgumentError(
+          'resources',
+          'names sharing one hash tag when a node is a Redis Cluster (e.g. "{order:42}:stock", "{order:42}:payment")',
+          resources,
+        );
+      }
+    }
+    const locks = resources.map((r) => this.lock(r));
+    const fences = fencing ? resources.map((r) => this.fence(r)) : [];
+    const channels = fair ? resources.map((r) => this.queue(r)) : [];
+    const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
+    const confirm = fencing ? [...locks, ...fences] : locks;
+    return {
+      locks,
+      acquire: fair ? [...confirm, ...queues] : confirm,
+      confirm,
+      release: fair ? [...locks, ...channels] : locks,
+      queues,
+      channels,
+    };
+  }
+
+  private key(kind: string, resource: string): string {
+    if (!this.cluster) return `${this.prefix}${kind}:${resource}`;
+    const tag = hashTagOf(resource);
+    const slot = tag === undefined ? `H${createHash('sha1').update(resource).digest('hex')}` : `T${tag}`;
+    return `${this.prefix}${kind}:{${slot}}:${resource}`;
+  }
 }
 
-export function fenceKey(prefix: string, resource: string): string {
-  return `${prefix}fence:${resource}`;
+/** The hash tag Redis Cluster would use for a key made of this name: the first non-empty `{...}`. */
+export function hashTagOf(name: string): string | undefined {
+  const open = name.indexOf('{');
+  if (open < 0) return undefined;
+  const close = name.indexOf('}', open + 1);
+  return close > open + 1 ? name.slice(open + 1, close) : undefined;
 }
 
 /** Every key list the scripts of one lock take, built once per lock. */
@@ -60,30 +132,4 @@ export interface LockKeys {
   readonly queues: readonly string[];
   /** Channels a waiter is woken on: the queue keys. */
   readonly channels: readonly string[];
-}
-
-export function lockKeys(prefix: string, resources: readonly string[], fencing: boolean, fair: boolean): LockKeys {
-  const locks = resources.map((r) => lockKey(prefix, r));
-  const fences = fencing ? resources.map((r) => fenceKey(prefix, r)) : [];
-  const channels = fair ? resources.map((r) => queueKey(prefix, r)) : [];
-  const queues = fair ? resources.flatMap((r) => [queueKey(prefix, r), queueDeadlinesKey(prefix, r)]) : [];
-  const confirm = fencing ? [...locks, ...fences] : locks;
-  return {
-    locks,
-    acquire: fair ? [...confirm, ...queues] : confirm,
-    confirm,
-    release: fair ? [...locks, ...channels] : locks,
-    queues,
-    channels,
-  };
-}
-
-/** The wait queue of a resource (a sorted set of waiter ids), also the channel its releases are published on. */
-export function queueKey(prefix: string, resource: string): string {
-  return `${prefix}queue:${resource}`;
-}
-
-/** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
-export function queueDeadlinesKey(prefix: string, resource: string): string {
-  return `${prefix}queue-deadlines:${resource}`;
 }

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
@@ -7,7 +8,7 @@ import type { LockError } from './errors/lock.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
-import { fenceKey, lockKey, lockKeys, queueKey, validateResources, type LockKeys } from './keys.js';
+import { KeyLayout, validateResources, type LockKeys } from './keys.js';
 import { encodeIdentity } from './holder.js';
 import { summarize, type ResourceInspection } from './inspection.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
@@ -70,6 +71,7 @@ export class Redlock implements LockOwner {
   /** Locks this client holds, with their keys. */
   private readonly held = new Map<Lock, LockKeys>();
   private readonly notifier: WakeNotifier;
+  private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
   /** Appended to every lock value: the holder identity, if recorded. */
@@ -80,6 +82,12 @@ export class Redlock implements LockOwner {
     this.options = resolveOptions(options);
     this.identity = encodeIdentity(options.identity);
     this.nodes = buildNodes(options.nodes);
+    try {
+      this.layout = new KeyLayout(this.options.prefix, this.nodes.some((n) => n.client instanceof Cluster));
+    } catch (error) {
+      for (const node of this.nodes) void node.close(0);
+      throw error;
+    }
     this.quorum = quorumOf(this.nodes.length);
     this.notifier = new WakeNotifier(this.nodes);
     if (options.onEvent) this.listeners.add(options.onEvent);
@@ -88,7 +96,8 @@ export class Redlock implements LockOwner {
         this.emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
       node.client.on('error', report);
       this.detach.push(() => node.client.off('error', report));
-      if (this.options.restartGuard > 0) {
+      // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
+      if (this.options.restartGuard > 0 && !(node.client instanceof Cluster)) {
         this.detach.push(
           node.guardRestarts(this.options.restartGuard, (restarted, excludedFor) =>
             this.emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
@@ -164,7 +173,7 @@ export class Redlock implements LockOwner {
     const deadline = retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout;
     const retention = this.options.fencingRetention;
     const fair = this.options.fairWaiting;
-    const keys = lockKeys(this.options.prefix, names, retention > 0, fair);
+    const keys = this.layout.forLock(names, retention > 0, fair);
     const value = randomBytes(VALUE_BYTES).toString('base64url') + this.identity;
     // The lock's public id doubles as its waiter id in the nodes' queues.
     const id = randomBytes(8).toString('hex');
@@ -435,8 +444,7 @@ export class Redlock implements LockOwner {
    */
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
-    const prefix = this.options.prefix;
-    const keys = [lockKey(prefix, name!), fenceKey(prefix, name!), queueKey(prefix, name!)];
+    const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
     const timeout = this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl);
     const answers = await Promise.all(
       this.nodes.map(async (node) => {

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Cluster, Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { RedisClusterFleet } from '../support/redis-cluster.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+
+// Three lock nodes: a 3-shard Redis Cluster and two standalone servers.
+let cluster: RedisClusterFleet;
+let standalone: RedisFleet;
+let clusterClient: Cluster;
+const nodes = () => [clusterClient, ...standalone.urls];
+
+beforeAll(async () => {
+  [cluster, standalone] = await Promise.all([RedisClusterFleet.start(3), startFleet(2)]);
+  clusterClient = new Cluster(cluster.seeds);
+});
+
+afterAll(async () => {
+  await clusterClient?.quit().catch(() => undefined);
+  await Promise.all([cluster?.stop(), standalone?.stop()]);
+});
+
+describe('a Redis Cluster as a lock node', () => {
+  it('excludes concurrent holders and grows fencing tokens, with keys spread over shards', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 1000, retryDelay: 2 });
+    try {
+      let inside = 0;
+      let max = 0;
+      let count = 0;
+      const tokens: number[] = [];
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          redlock.using(`job:${i % 4}`, 2000, async (lock) => {
+            if (i % 4 === 0) tokens.push(lock.fencingToken!);
+            inside += i % 4 === 0 ? 1 : 0;
+            max = Math.max(max, inside);
+            const read = count;
+            await sleep(1);
+            if (i % 4 === 0) count = read + 1;
+            inside -= i % 4 === 0 ? 1 : 0;
+          }),
+        ),
+      );
+      expect(max).toBe(1);
+      expect(count).toBe(5);
+      expect([...tokens].sort((a, b) => a - b)).toEqual(tokens);
+      // The job:* keys landed on more than one shard, each lock's keys on one slot.
+      const shardsWithKeys = await Promise.all(
+        cluster.nodes.map(async (n) => {
+          const r = new Redis(n.port);
+          const fence = await r.keys('redlock:fence:*');
+          r.disconnect();
+          return fence.length;
+        }),
+      );
+      expect(shardsWithKeys.filter((k) => k > 0).length).toBeGreaterThan(1);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('takes multi-resource locks whose names share a hash tag, all or none, and refuses others', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0 });
+    try {
+      const order = await redlock.acquire(['{order:42}:payment', '{order:42}:stock'], 5000);
+      await expect(redlock.acquire(['{order:42}:stock', '{order:42}:invoice'], 5000)).rejects.toBeInstanceOf(ResourceBusyError);
+      const invoice = await redlock.acquire('{order:42}:invoice', 5000); // nothing partial was left
+      await Promise.all([order.release(), invoice.release()]);
+      const refused = await redlock.acquire(['a', 'b'], 5000).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(InvalidArgumentError);
+      expect(String(refused)).toContain('sharing one hash tag');
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('wakes a waiter through the cluster pub/sub and reports the node by its seeds', async () => {
+    const holder = new Redlock({ nodes: nodes() });
+    const waiter = new Redlock({ nodes: nodes(), retryDelay: 5000, retryJitter: 0 });
+    try {
+      expect(holder.nodeLabels[0]).toMatch(/^cluster\(/);
+      const held = await holder.acquire('woken', 10_000);
+      const waiting = waiter.acquire('woken', 10_000);
+      await until(async () => (await holder.inspect('woken')).waiters > 0, 'the waiter in the queue');
+      const released = performance.now();
+      await held.release();
+      await (await waiting).release();
+      expect(performance.now() - released).toBeLessThan(1000);
+      expect((await holder.inspect('woken')).held).toBe(false);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+});
