@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redlock, type LockEvent } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { findFreePort } from '../support/redis-node.js';
+import { rawCommand } from '../support/resp.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'redlock-tls-'));
+let tlsFleets: RedisFleet[];
+let aclFleet: RedisFleet;
+let tlsPorts: number[];
+let ca: Buffer;
+
+beforeAll(async () => {
+  // A self-signed certificate made here; the nodes listen for TLS on a second port.
+  await promisify(execFile)('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+  ]);
+  ca = readFileSync(join(dir, 'cert.pem'));
+  tlsPorts = [await findFreePort(), await findFreePort(), await findFreePort()];
+  const tlsArgs = (port: number) => [
+    '--tls-port', String(port), '--tls-cert-file', join(dir, 'cert.pem'), '--tls-key-file', join(dir, 'key.pem'),
+    '--tls-ca-cert-file', join(dir, 'cert.pem'), '--tls-auth-clients', 'no',
+  ];
+  const started = await Promise.all([
+    ...tlsPorts.map((port) => startFleet(1, { args: tlsArgs(port) })),
+    startFleet(3),
+  ]);
+  tlsFleets = started.slice(0, 3);
+  aclFleet = started[3]!;
+  // An ACL user limited to the lock namespace, keys and channels.
+  for (const node of aclFleet.nodes) {
+    await rawCommand(node.port, ['ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', '&redlock:*', '+@all']);
+  }
+});
+
+afterAll(async () => {
+  await Promise.all([...(tlsFleets ?? []).map((f) => f.stop()), aclFleet?.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('secured nodes', () => {
+  it('locks over TLS with the options passed through to ioredis', async () => {
+    const redlock = new Redlock({ nodes: tlsPorts.map((port) => ({ host: '127.0.0.1', port, tls: { ca } })) });
+    try {
+      const lock = await redlock.acquire('over-tls', 5000);
+      expect(lock.fencingToken).toBeGreaterThan(0);
+      await lock.release();
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('names the node, not the certificate or a secret, when TLS verification fails', async () => {
+    const events: LockEvent[] = [];
+    const redlock = new Redlock({
+      nodes: tlsPorts.map((port) => ({ host: '127.0.0.1', port, tls: {}, password: 'tls-secret-z' })),
+      retryCount: 0,
+      onEvent: (e) => events.push(e),
+    });
+    const error = await redlock.acquire('over-tls', 5000).catch((e: Error) => e);
+    await redlock.close();
+    expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+    const nodeError = events.find((e) => e.type === 'node-error');
+    expect(nodeError).toMatchObject({ node: `127.0.0.1:${tlsPorts[0]}/0` });
+    expect(JSON.stringify(events) + String(error)).not.toContain('tls-secret-z');
+  });
+
+  it('works as an ACL user limited to the lock namespace', async () => {
+    const nodes = aclFleet.nodes.map((n) => `redis://locker:locker-pw@127.0.0.1:${n.port}`);
+    const redlock = new Redlock({ nodes, retryDelay: 5000, retryJitter: 0 });
+    const other = new Redlock({ nodes });
+    try {
+      const held = await redlock.acquire('acl', 5000);
+      const waiting = other.acquire('acl', 5000); // queue and wake-up channel stay inside redlock:*
+      await held.release();
+      await (await waiting).release();
+      const outside = new Redlock({ nodes, prefix: 'other:', retryCount: 0 });
+      await expect(outside.acquire('acl', 5000)).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      await outside.close();
+    } finally {
+      await Promise.all([redlock.close(), other.close()]);
+    }
+  });
+});
