@@ -40,6 +40,10 @@ export class LockNode {
   private excludedUntil = 0;
   private runId: string | undefined;
   private verified: Promise<void> = Promise.resolve();
+  /** Commands sent and not yet answered. */
+  private inFlight = 0;
+  /** A round timed out waiting for this node: it gets no new command until its backlog drains. */
+  private stalled = false;
 
   private constructor(
     readonly client: RedisClient,
@@ -130,9 +134,29 @@ export class LockNode {
     );
   }
 
+  /**
+   * True while the node is hung: a round timed out on it and commands sent to
+   * it are still unanswered. Rounds then count it as a timeout at once instead
+   * of queueing yet another command on its socket, so nothing piles up per
+   * call while it hangs; the flag clears when its backlog has been answered.
+   */
+  get isStalled(): boolean {
+    return this.stalled;
+  }
+
+  /** Called by a round whose timer expired before this node answered. */
+  markStalled(): void {
+    if (this.inFlight > 0) this.stalled = true;
+  }
+
   async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.firstReady && this.client.status !== 'ready') await this.firstReady;
-    return runScript(this.client, script, keys, args);
+    this.inFlight++;
+    try {
+      return await runScript(this.client, script, keys, args);
+    } finally {
+      if (--this.inFlight === 0) this.stalled = false;
+    }
   }
 
   /**

@@ -68,8 +68,8 @@ export class Redlock implements LockOwner {
   private readonly nodes: readonly LockNode[];
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
-  /** Locks this client holds, with their keys. */
-  private readonly held = new Map<Lock, LockKeys>();
+  /** Locks this client holds, with their keys and the nodes their acquire was sent to. */
+  private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[] }>();
   private readonly notifier: WakeNotifier;
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
@@ -241,7 +241,7 @@ export class Redlock implements LockOwner {
           threshold: this.options.threshold,
           maxExtensions: this.options.maxExtensions,
         });
-        this.held.set(lock, keys);
+        this.held.set(lock, { keys, sentTo: round.sent });
         if (options.autoExtend) lock.startAutoExtend();
         this.emit({
           type: 'acquired',
@@ -257,7 +257,7 @@ export class Redlock implements LockOwner {
         return lock;
       }
 
-      // Undo on every node, those that timed out too: a late SET must not survive.
+      // Undo wherever the attempt went, on nodes that timed out too: a late SET must not survive.
       await broadcast(
         this.nodes,
         (node) => node.run(RELEASE, keys.release, releaseArgs),
@@ -265,6 +265,7 @@ export class Redlock implements LockOwner {
         this.quorum,
         nodeTimeout,
         'all',
+        round.sent,
       );
 
       // The undo went after the acquire on each connection, so the nodes that were
@@ -348,7 +349,7 @@ export class Redlock implements LockOwner {
       this.lost(lock, 'expired');
       throw new LockLostError(lock.resources, 'expired');
     }
-    const keys = this.held.get(lock)!.locks;
+    const keys = this.held.get(lock)!.keys.locks;
     const t0 = performance.now();
     const round = await broadcast(
       this.nodes,
@@ -388,17 +389,18 @@ export class Redlock implements LockOwner {
    * a quorum of nodes confirmed; the keys then expire at the end of the ttl.
    */
   async release(lock: Lock): Promise<void> {
-    const keys = this.held.get(lock);
-    if (!keys || !this.held.delete(lock)) return;
+    const held = this.held.get(lock);
+    if (!held || !this.held.delete(lock)) return;
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(RELEASE, keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0]),
+      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0]),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),
       'all',
+      held.sentTo,
     );
     this.emit({
       type: 'released',

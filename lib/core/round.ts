@@ -20,14 +20,26 @@ export interface RoundResult {
    * `timeout`), it tells what they said; those still silent count as `timeout`.
    */
   readonly late: () => readonly NodeReport[];
+  /** Which nodes the command was sent to. */
+  readonly sent: readonly boolean[];
 }
+
+/**
+ * Who gets the command: `'live'`, every node except those hung on earlier
+ * commands (they count as a timeout at once); or exactly the nodes marked
+ * true, hung or not, the others counting as `ok` (nothing to do there). An
+ * undo or release goes to the nodes its acquire went to: queued behind it on
+ * a hung node, it deletes the key that acquire will set when the node resumes.
+ */
+export type Targets = 'live' | readonly boolean[];
 
 /**
  * Sends one command to every node at once and decides as soon as the outcome
  * is known: with `until: 'quorum'`, when `quorum` nodes said yes or when that
  * has become impossible; with `until: 'all'`, when every node answered. Nodes
- * still silent after `timeout` ms count as `timeout`. One timer serves the
- * whole round. Late answers are absorbed: no rejection escapes.
+ * still silent after `timeout` ms count as `timeout`, and are marked stalled
+ * while their commands stay unanswered. One timer serves the whole round.
+ * Late answers are absorbed: no rejection escapes.
  */
 export function broadcast(
   nodes: readonly LockNode[],
@@ -36,11 +48,13 @@ export function broadcast(
   quorum: number,
   timeout: number,
   until: 'quorum' | 'all',
+  targets: Targets = 'live',
 ): Promise<RoundResult> {
   const started = performance.now();
   const n = nodes.length;
   const outcomes: (NodeReport | undefined)[] = new Array(n).fill(undefined);
   const yes: { index: number; value: number }[] = [];
+  const sent: boolean[] = new Array(n).fill(false);
   let answered = 0;
   let no = 0;
 
@@ -51,6 +65,7 @@ export function broadcast(
       decided = true;
       timedOut = byTimer;
       clearTimeout(timer);
+      if (byTimer) nodes.forEach((node, i) => outcomes[i] || node.markStalled());
       const snapshot = (missing: NodeOutcome) => () =>
         nodes.map((node, i): NodeReport => outcomes[i] ?? { node: node.label, outcome: missing });
       resolve({
@@ -58,6 +73,7 @@ export function broadcast(
         reports: snapshot(byTimer ? 'timeout' : 'pending')(),
         elapsed: performance.now() - started,
         late: snapshot('timeout'),
+        sent,
       });
     };
     const timer = setTimeout(decide, timeout, true);
@@ -74,13 +90,23 @@ export function broadcast(
         if (answered === n) decide(false);
         else if (until === 'quorum' && (yes.length >= quorum || no > n - quorum)) decide(false);
       };
-      let sent: Promise<unknown>;
-      try {
-        sent = send(node);
-      } catch (error) {
-        sent = Promise.reject(error);
+      if (targets !== 'live' && !targets[index]) {
+        record({ node: node.label, outcome: 'ok' }); // the command it would undo never went there
+        return;
       }
-      sent.then(
+      if (targets === 'live' && node.isStalled) {
+        // Still hung on earlier commands: a timeout now, without adding to its backlog.
+        record({ node: node.label, outcome: 'timeout' });
+        return;
+      }
+      sent[index] = true;
+      let reply: Promise<unknown>;
+      try {
+        reply = send(node);
+      } catch (error) {
+        reply = Promise.reject(error);
+      }
+      reply.then(
         (reply) => {
           const verdict = classify(reply, node);
           record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);

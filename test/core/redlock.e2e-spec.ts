@@ -232,6 +232,23 @@ describe('node failures', () => {
     await lock.release(); // the paused nodes time out: release still confirms on a quorum
   });
 
+  it('with 2 of 5 nodes hung, sends them nothing new per call and leaves no ghost key when they resume', async () => {
+    const redlock = client({ nodeTimeout: 50 });
+    await redlock.acquire('warm', 5000).then((l) => l.release());
+    const calls = async (i: number) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw[i]!.info('commandstats'))?.[1] ?? 0);
+    const before = await Promise.all([3, 4].map(calls));
+    await fleet.pause(3);
+    await fleet.pause(4);
+    for (let i = 0; i < 100; i++) await (await redlock.acquire(`hung:${i}`, 5000)).release();
+    await fleet.resume(3);
+    await fleet.resume(4);
+    await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'the backlog answered');
+    const after = await Promise.all([3, 4].map(calls));
+    // Only the commands of the first round that timed out (acquire, undo or release) reached them.
+    for (let k = 0; k < 2; k++) expect(after[k]! - before[k]!).toBeLessThanOrEqual(4);
+    for (const i of [3, 4]) expect(await raw[i]!.keys('redlock:lock:hung:*')).toEqual([]);
+  });
+
   it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {
     const redlock = client({ retryCount: 10, retryDelay: 200 });
     await redlock.acquire('warm', 5000).then((l) => l.release());

@@ -172,6 +172,8 @@ describe('busy behaviour on provider methods', () => {
       await fleet.resume(1);
       await fleet.resume(2);
     }
+    // The resumed nodes answer their backlog before the client sends them anything new.
+    await until(async () => (await locks.client.ping()).every((n) => n.status === 'up'), 'the nodes back');
     try {
       await expect(jobs.fragile(pauseTwo, true)).rejects.toThrow('own error');
     } finally {
