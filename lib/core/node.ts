@@ -149,14 +149,29 @@ export class LockNode {
     if (this.inFlight > 0) this.stalled = true;
   }
 
-  async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.firstReady && this.client.status !== 'ready') await this.firstReady;
-    this.inFlight++;
-    try {
-      return await runScript(this.client, script, keys, args);
-    } finally {
-      if (--this.inFlight === 0) this.stalled = false;
+  run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.firstReady && this.client.status !== 'ready') {
+      return this.firstReady.then(() => this.send(script, keys, args));
     }
+    return this.send(script, keys, args);
+  }
+
+  private send(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    this.inFlight++;
+    return runScript(this.client, script, keys, args).then(
+      (reply) => {
+        this.settled();
+        return reply;
+      },
+      (error: unknown) => {
+        this.settled();
+        throw error;
+      },
+    );
+  }
+
+  private settled(): void {
+    if (--this.inFlight === 0) this.stalled = false;
   }
 
   /**

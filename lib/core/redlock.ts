@@ -174,9 +174,11 @@ export class Redlock implements LockOwner {
     const retention = this.options.fencingRetention;
     const fair = this.options.fairWaiting;
     const keys = this.layout.forLock(names, retention > 0, fair);
-    const value = randomBytes(VALUE_BYTES).toString('base64url') + this.identity;
-    // The lock's public id doubles as its waiter id in the nodes' queues.
-    const id = randomBytes(8).toString('hex');
+    // One draw for both: the secret value, and the public id (unrelated bytes),
+    // which doubles as the waiter id in the nodes' queues.
+    const random = randomBytes(VALUE_BYTES + 8);
+    const value = random.toString('base64url', 0, VALUE_BYTES) + this.identity;
+    const id = random.toString('hex', VALUE_BYTES);
     const waiter = fair && retry.retryCount > 0 ? id : '';
     const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, Date.now(), 0];
     const releaseArgs = [value, fair ? 1 : 0];

@@ -21,18 +21,16 @@ export interface ScriptRunner {
 }
 
 /** Runs a script by SHA; on NOSCRIPT (a restarted or flushed node) sends it once with EVAL, which caches it. */
-export async function runScript(
+export function runScript(
   client: ScriptRunner,
   script: Script,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
+  return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return await client.eval(script.lua, keys.length, ...keys, ...args);
-  }
+    return client.eval(script.lua, keys.length, ...keys, ...args);
+  });
 }
 
 /**
