@@ -48,11 +48,15 @@ class MemoryServer {
   private readonly queue: { run: () => void; fail: (error: Error) => void }[] = [];
   private commands = 0;
 
+  readonly label: string;
+
   constructor(
     readonly now: () => number,
     readonly latency: number,
-    readonly label: string,
+    readonly host: string,
+    readonly port: number,
   ) {
+    this.label = `${host}:${port}`;
     // A node stands for a server that has been up for a while: the restart
     // guard does not exclude it until `restart()` is called.
     this.startedAt = now() - 86_400_000;
@@ -477,13 +481,13 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'd02a8e54eb35b9ed1da0de5cec0b4cba17dc64d2',
-  'confirm-token': '2e4da87f8ea3d4cd2a1b3347e59cf2aef4e0e7c6',
-  extend: 'ab6ed57ef29c5d2ad1dbd0c8aa0acbed9bea5a42',
-  inspect: '2f5f5ac16eb2c23f28bb65c46b0b7ec9b8da5e63',
-  'fenced-access': 'ed4bb8bc05f2e5e3d8aee8f6ee92e8dcefa8ee22',
-  release: '7b3f0b4dcc0c4a9d4ee3a51ed4a09b8c63b9ba1f',
-  'leave-queue': 'f2b0c1c2fcd4c4a2e36f6e1ab0c26a6cbb3f3ba0',
+  acquire: 'ea0c34c220d3210f00e1393d8d044dc01decf84d',
+  'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
+  extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
+  inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
+  'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
+  release: '75cd36bd9814d31043ae21edf199b6f747f8d8e1',
+  'leave-queue': '0b4f7f9b378a6756ef7b615c8ccd984b0d7fb40b',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
@@ -492,6 +496,8 @@ export function memoryNodeScripts(): readonly Script[] {
 }
 
 let nextPort = 1;
+/** The server a connection being made by `duplicate()` joins. */
+let sharing: MemoryServer | undefined;
 
 /**
  * An in-process stand-in for one ioredis client connected to its own Redis
@@ -517,22 +523,21 @@ export class MemoryRedisNode extends EventEmitter {
   private state: MemoryNodeStatus = 'ready';
   private readonly channels = new Set<string>();
 
-  constructor(options: MemoryRedisNodeOptions = {}, server?: MemoryServer) {
+  constructor(options: MemoryRedisNodeOptions = {}) {
     super();
     // Many lock clients may share one node in a test: no leak warning for their listeners.
     this.setMaxListeners(0);
-    if (server) {
-      this.server = server;
-      this.options = { ...(server.connections.values().next().value as MemoryRedisNode).options };
+    const shared = sharing;
+    sharing = undefined;
+    if (shared) {
+      this.server = shared;
     } else {
       if (options.latency !== undefined && !(Number.isFinite(options.latency) && options.latency >= 0)) {
         throw new TypeError(`Expected \`latency\` to be a non-negative number of ms, got ${options.latency}`);
       }
-      const port = nextPort++;
-      const host = options.host ?? 'memory';
-      this.options = { host, port, db: 0 };
-      this.server = new MemoryServer(options.now ?? Date.now, options.latency ?? 0, `${host}:${port}`);
+      this.server = new MemoryServer(options.now ?? Date.now, options.latency ?? 0, options.host ?? 'memory', nextPort++);
     }
+    this.options = { host: this.server.host, port: this.server.port, db: 0 };
     this.server.connections.add(this);
     if (this.server.down) this.state = 'reconnecting';
   }
@@ -598,7 +603,8 @@ export class MemoryRedisNode extends EventEmitter {
 
   /** Another connection to the same server (the lock client subscribes on one). Options are ignored. */
   duplicate(_options?: unknown): MemoryRedisNode {
-    return new MemoryRedisNode({}, this.server);
+    sharing = this.server;
+    return new MemoryRedisNode();
   }
 
   subscribe(...channels: string[]): Promise<number> {
