@@ -1,3 +1,4 @@
+import { describe } from './errors/invalid-argument.error.js';
 import type { LockNode } from './node.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
@@ -108,7 +109,14 @@ export function broadcast(
       }
       reply.then(
         (reply) => {
-          const verdict = classify(reply, node);
+          let verdict: Verdict;
+          try {
+            verdict = classify(reply, node);
+          } catch {
+            // Not a reply this script gives: never let it escape as an uncaught error.
+            record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describe(reply)}` });
+            return;
+          }
           record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
         },
         (error: unknown) => {
