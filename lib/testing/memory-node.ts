@@ -238,6 +238,22 @@ class Ops {
     return this.typed(key, 'zset')?.scores.size ?? 0;
   }
 
+  /** Members in ZRANGE order: by score, ties by member bytes. */
+  zmembers(key: string): string[] {
+    const zset = this.typed(key, 'zset');
+    return [...(zset?.scores ?? [])]
+      .sort(([a, x], [b, y]) => (x !== y ? x - y : Buffer.compare(Buffer.from(a), Buffer.from(b))))
+      .map(([member]) => member);
+  }
+
+  hgetall(key: string): Record<string, string> {
+    return Object.fromEntries(this.typed(key, 'hash')?.fields ?? []);
+  }
+
+  type(key: string): 'string' | 'zset' | 'hash' | 'none' {
+    return this.entry(key)?.value.kind ?? 'none';
+  }
+
   hset(key: string, field: string, value: string): number {
     let hash = this.typed(key, 'hash');
     if (!hash) {
@@ -510,7 +526,8 @@ let sharing: MemoryServer | undefined;
  * `duplicate()` is another connection to the same server. Only the commands
  * this library uses are implemented: its scripts (EVALSHA, with NOSCRIPT until
  * EVAL loaded them, as on Redis), PING, INFO, SUBSCRIBE/PUBLISH, and a few
- * commands for tests (GET, SET, DEL, EXISTS, PTTL, ZCARD, KEYS, FLUSHALL).
+ * commands for tests (GET, SET, DEL, EXISTS, PTTL, TYPE, ZCARD, ZRANGE, HGETALL,
+ * KEYS, FLUSHALL).
  *
  * Controls for failure tests act on the server at once: `pause()`/`resume()`
  * (commands wait, as on a hung server), `down()`/`up()` (commands fail, as on
@@ -607,19 +624,16 @@ export class MemoryRedisNode extends EventEmitter {
     return new MemoryRedisNode();
   }
 
+  /** Subscribes; like ioredis, a connection resubscribes after the node comes back up. */
   subscribe(...channels: string[]): Promise<number> {
-    return this.command(() => {
-      for (const channel of channels) this.channels.add(channel);
-      return this.channels.size;
-    }, true);
+    if (this.state !== 'end') for (const channel of channels) this.channels.add(channel);
+    return this.command(() => this.channels.size, true);
   }
 
   unsubscribe(...channels: string[]): Promise<number> {
-    return this.command(() => {
-      if (channels.length === 0) this.channels.clear();
-      for (const channel of channels) this.channels.delete(channel);
-      return this.channels.size;
-    }, true);
+    if (channels.length === 0) this.channels.clear();
+    for (const channel of channels) this.channels.delete(channel);
+    return this.command(() => this.channels.size, true);
   }
 
   /** Closes this connection (the server and its keys stay). */
@@ -681,6 +695,25 @@ export class MemoryRedisNode extends EventEmitter {
 
   zcard(key: string): Promise<number> {
     return this.command((ops) => ops.zcard(key));
+  }
+
+  /** `ZRANGE key start stop` (indexes as in Redis: negative from the end). */
+  zrange(key: string, start: number, stop: number): Promise<string[]> {
+    return this.command((ops) => {
+      const members = ops.zmembers(key);
+      const n = members.length;
+      const from = Math.max(0, start < 0 ? n + start : start);
+      const to = Math.min(n - 1, stop < 0 ? n + stop : stop);
+      return from > to ? [] : members.slice(from, to + 1);
+    });
+  }
+
+  hgetall(key: string): Promise<Record<string, string>> {
+    return this.command((ops) => ops.hgetall(key));
+  }
+
+  type(key: string): Promise<'string' | 'zset' | 'hash' | 'none'> {
+    return this.command((ops) => ops.type(key));
   }
 
   /** Live key names matching a Redis glob pattern (default `*`). */

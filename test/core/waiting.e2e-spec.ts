@@ -38,6 +38,12 @@ describe('waiting for a busy resource', () => {
     const held = await holder.acquire('wake', 10_000);
     const waiting = waiter.acquire('wake', 10_000);
     await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
+    // Subscribed on every node, so the wake-up can only come from the release's PUBLISH.
+    await until(
+      async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', 'redlock:queue:wake')))).every((n) => n[1] === 1),
+      'the subscriptions',
+    );
+    await sleep(50); // let the subscription-confirmed retry come and go
     const released = performance.now();
     await held.release();
     const lock = await waiting;

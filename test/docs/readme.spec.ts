@@ -48,7 +48,11 @@ describe('README', () => {
       emitDecoratorMetadata: true,
       types: ['node'],
       baseUrl: root,
-      paths: { 'nest-redlock': ['lib/index.ts'], 'nest-redlock/health': ['lib/health/index.ts'] },
+      paths: {
+        'nest-redlock': ['lib/index.ts'],
+        'nest-redlock/health': ['lib/health/index.ts'],
+        'nest-redlock/testing': ['lib/testing/index.ts'],
+      },
       rootDir: root,
     };
     const host = ts.createCompilerHost(options);

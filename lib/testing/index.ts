@@ -1,0 +1,8 @@
+export {
+  MemoryRedisNode,
+  createMemoryNodes,
+  type MemoryRedisNodeOptions,
+  type MemoryNodeStatus,
+} from './memory-node.js';
+export { asNodeSpecs, createMemoryRedlock, type MemoryRedlockOptions, type MemoryNodesOption } from './memory-redlock.js';
+export { RedlockTestingModule, MEMORY_REDIS_NODES, type RedlockTestingModuleOptions } from './redlock-testing.module.js';

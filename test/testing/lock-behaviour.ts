@@ -1,0 +1,343 @@
+/**
+ * The behaviour of locks that users rely on, written once and run against
+ * every kind of node: real redis-server nodes (real.e2e-spec.ts) and the
+ * testing module's in-memory nodes (memory.spec.ts). If the in-memory nodes
+ * drift from Redis, one of the two runs fails.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  LockLostError,
+  Redlock,
+  ResourceBusyError,
+  type Lock,
+  type LockEvent,
+  type NodeSpec,
+  type RedlockOptions,
+} from '../../lib/index.js';
+import { until } from '../support/until.js';
+
+/** A set of nodes to run the suite on, and what the suite needs to do to them. */
+export interface LockBackend {
+  /** Node specs every client of a test is built with (the same nodes for all). */
+  readonly nodes: readonly unknown[];
+  /** Deletes `key` on node `nodeIndex`, behind the lock client's back. */
+  deleteKey(nodeIndex: number, key: string): Promise<void>;
+  /** Deletes every key on every node (between tests). */
+  flush(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Lock keys with the default prefix. */
+const lockKey = (resource: string) => `redlock:lock:${resource}`;
+
+export function describeLockBehaviour(name: string, makeBackend: () => Promise<LockBackend>): void {
+  describe(`lock behaviour: ${name}`, () => {
+    let backend: LockBackend;
+    const clients: Redlock[] = [];
+
+    /**
+     * A client of the shared nodes, as another process would have. Its per-node
+     * timeout is generous: on a loaded test machine the default (derived from
+     * the ttl, 50 ms for short ones) would turn slow answers into failures that
+     * are not what this suite is about.
+     */
+    const client = (options: Partial<RedlockOptions> = {}): Redlock => {
+      const redlock = new Redlock({
+        nodes: backend.nodes as NodeSpec[],
+        retryDelay: 10,
+        retryJitter: 10,
+        nodeTimeout: 250,
+        ...options,
+      });
+      clients.push(redlock);
+      return redlock;
+    };
+
+    /** Deletes a resource's lock key on every node: the lock's keys are gone. */
+    const deleteEverywhere = (resource: string) =>
+      Promise.all(backend.nodes.map((_, i) => backend.deleteKey(i, lockKey(resource))));
+
+    const busyNow = (redlock: Redlock, resources: string | string[]) =>
+      redlock.acquire(resources, 5000, { retryCount: 0 }).then(
+        async (lock) => {
+          await lock.release();
+          return false;
+        },
+        (error: unknown) => {
+          if (error instanceof ResourceBusyError) return true;
+          throw error;
+        },
+      );
+
+    beforeAll(async () => {
+      backend = await makeBackend();
+    });
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await backend.flush();
+    });
+    afterAll(async () => {
+      await backend?.stop();
+    });
+
+    it('excludes concurrent holders: a read-modify-write from two clients keeps the right count', async () => {
+      const a = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10 });
+      const b = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10 });
+      let counter = 0;
+      let inside = 0;
+      let maxInside = 0;
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          (i % 2 ? a : b).using('counter', 2000, async () => {
+            inside++;
+            maxInside = Math.max(maxInside, inside);
+            const read = counter;
+            await sleep(1);
+            counter = read + 1;
+            inside--;
+          }),
+        ),
+      );
+      expect(counter).toBe(30);
+      expect(maxInside).toBe(1);
+    });
+
+    it('answers ResourceBusyError (RESOURCE_BUSY) and a busy event while another holder has the resource', async () => {
+      const holder = client();
+      const events: LockEvent[] = [];
+      const other = client({ onEvent: (e) => events.push(e) });
+      const held = await holder.acquire('busy', 5000);
+      const error = await other.acquire('busy', 5000, { retryCount: 2, retryDelay: 5, retryJitter: 0 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ResourceBusyError);
+      expect(error).toMatchObject({ code: 'RESOURCE_BUSY', resources: ['busy'] });
+      const attempts = (error as ResourceBusyError).attempts;
+      expect(attempts).toHaveLength(3);
+      expect(attempts.every((a) => a.nodes.filter((n) => n.outcome === 'busy').length >= other.quorum)).toBe(true);
+      expect(events.filter((e) => e.type === 'busy')).toEqual([expect.objectContaining({ resources: ['busy'], attempts: 3 })]);
+      expect(events.some((e) => e.type === 'acquired')).toBe(false);
+      // Another resource is not busy.
+      expect(await busyNow(other, 'not-busy')).toBe(false);
+      await held.release();
+      expect(await busyNow(other, 'busy')).toBe(false);
+    });
+
+    it('frees the resource when the ttl runs out; the lock says it is lost', async () => {
+      const events: LockEvent[] = [];
+      const holder = client({ onEvent: (e) => events.push(e) });
+      const other = client();
+      const lock = await holder.acquire('expiring', 200);
+      const lost = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+      expect(await busyNow(other, 'expiring')).toBe(true);
+      await sleep(260);
+      expect(lock.isHeld).toBe(false);
+      expect(await lost).toMatchObject({ code: 'LOCK_LOST', reason: 'expired' });
+      expect(events).toContainEqual(expect.objectContaining({ type: 'lost', lockId: lock.id, reason: 'expired' }));
+      const next = await other.acquire('expiring', 5000, { retryCount: 0 });
+      expect(next.id).not.toBe(lock.id);
+      await next.release();
+    });
+
+    it('a waiting acquirer gets the resource once the ttl frees it', async () => {
+      const holder = client();
+      const waiter = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+      const first = await holder.acquire('expiry-wait', 300);
+      const started = performance.now();
+      const second = await waiter.acquire('expiry-wait', 5000);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(first.validity);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+      await second.release();
+    });
+
+    it('an extension keeps the lock past its first ttl', async () => {
+      const holder = client();
+      const other = client();
+      const lock = await holder.acquire('extended', 500);
+      await sleep(200);
+      await lock.extend(2000);
+      expect(lock.extensions).toBe(1);
+      await sleep(400); // past the first ttl
+      expect(lock.isHeld).toBe(true);
+      expect(await busyNow(other, 'extended')).toBe(true);
+      await lock.release();
+      expect(await busyNow(other, 'extended')).toBe(false);
+    });
+
+    it('using() keeps a lock alive for three ttls of work and releases it after', async () => {
+      const a = client();
+      const b = client();
+      const result = await a.using('auto', 400, async (lock) => {
+        await sleep(1200);
+        expect(await busyNow(b, 'auto')).toBe(true);
+        return { held: lock.isHeld, extensions: lock.extensions };
+      });
+      expect(result.held).toBe(true);
+      expect(result.extensions).toBeGreaterThanOrEqual(2);
+      expect(await busyNow(b, 'auto')).toBe(false);
+      await expect(a.using('auto', 1000, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+      expect(await busyNow(b, 'auto')).toBe(false);
+    });
+
+    it('a holder whose keys are gone can neither release nor extend the next holder’s lock', async () => {
+      const a = client();
+      const b = client();
+      const c = client();
+      // Keys deleted behind the first holder's back; a second holder takes the resource.
+      const stale = await a.acquire('owned', 10_000);
+      await deleteEverywhere('owned');
+      const owner = await b.acquire('owned', 10_000, { retryCount: 0 });
+      await stale.release(); // compare-and-delete: not its value, nothing deleted
+      expect(await busyNow(c, 'owned')).toBe(true);
+      expect((await c.inspect('owned')).heldOn).toBe(backend.nodes.length);
+
+      const staleAgain = await a.acquire('owned-2', 10_000);
+      await deleteEverywhere('owned-2');
+      const owner2 = await b.acquire('owned-2', 10_000, { retryCount: 0 });
+      await expect(staleAgain.extend(10_000)).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      expect(staleAgain.isLost).toBe(true);
+      expect(await busyNow(c, 'owned-2')).toBe(true);
+
+      await owner.extend(10_000);
+      await owner.release();
+      await owner2.release();
+      expect(await busyNow(c, 'owned')).toBe(false);
+      expect(await busyNow(c, 'owned-2')).toBe(false);
+    });
+
+    it('release is idempotent, and extend after release is refused', async () => {
+      const redlock = client();
+      const lock = await redlock.acquire('twice', 5000);
+      await lock.release();
+      await lock.release();
+      await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+      await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'released' });
+      expect(lock.isHeld).toBe(false);
+      expect(await busyNow(client(), 'twice')).toBe(false);
+    });
+
+    it('takes several resources all or none', async () => {
+      const a = client();
+      const b = client();
+      const heldB = await a.acquire('b', 5000);
+      await expect(b.acquire(['a', 'b', 'c'], 5000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      // Nothing of the failed attempt stays behind.
+      for (const resource of ['a', 'c']) {
+        expect((await b.inspect(resource)).heldOn).toBe(0);
+        expect(await busyNow(b, resource)).toBe(false);
+      }
+      await heldB.release();
+      const all = await b.acquire(['a', 'b', 'c'], 5000, { retryCount: 0 });
+      for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(true);
+      expect(await busyNow(a, ['c', 'd'])).toBe(true);
+      expect(await busyNow(a, 'd')).toBe(false);
+      await all.release();
+      for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(false);
+    });
+
+    it('gives fencing tokens that strictly increase across acquisitions, clients, expiries and resource sets', async () => {
+      const a = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+      const b = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+      // Tokens by resource: each lock's token joins the list of every resource it holds.
+      const tokens = new Map<string, number[]>();
+      const take = async (redlock: Redlock, resources: string | string[], ttl = 5000, release = true) => {
+        const lock = await redlock.acquire(resources, ttl);
+        expect(typeof lock.fencingToken).toBe('number');
+        for (const r of lock.resources) tokens.set(r, [...(tokens.get(r) ?? []), lock.fencingToken!]);
+        if (release) await lock.release();
+        return lock;
+      };
+      await take(a, 'fenced');
+      await take(b, 'fenced');
+      await take(a, 'fenced', 150, false); // left to expire
+      await take(b, 'fenced'); // waits for the expiry
+      await take(a, ['fenced', 'other']);
+      await take(b, 'other');
+      await take(b, 'fenced');
+      await take(a, ['other', 'fenced']);
+      expect(tokens.get('fenced')).toHaveLength(7);
+      expect(tokens.get('other')).toHaveLength(3);
+      for (const list of tokens.values()) {
+        for (let i = 1; i < list.length; i++) expect(list[i]).toBeGreaterThan(list[i - 1]!);
+      }
+      // Without fencing there is no token.
+      const plain = await client({ fencing: false }).acquire('plain', 5000);
+      expect(plain.fencingToken).toBeUndefined();
+      await plain.release();
+    });
+
+    it('emits acquired, busy, extended, released and lost (keys gone) events', async () => {
+      const events: LockEvent[] = [];
+      const redlock = client({ onEvent: (e) => events.push(e) });
+      const seen: LockEvent[] = [];
+      const unsubscribe = redlock.subscribe((e) => seen.push(e));
+
+      const lock = await redlock.acquire('events', 5000);
+      await expect(redlock.acquire('events', 5000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      await lock.extend(6000);
+      await lock.release();
+
+      const doomed = await redlock.acquire('doomed', 5000);
+      await deleteEverywhere('doomed');
+      await expect(doomed.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      expect(doomed.signal.aborted).toBe(true);
+
+      const mine = events.filter((e) => e.type !== 'node-error' && e.type !== 'node-restarted');
+      expect(mine.map((e) => e.type)).toEqual(['acquired', 'busy', 'extended', 'released', 'acquired', 'lost']);
+      expect(mine[0]).toMatchObject({
+        type: 'acquired',
+        lockId: lock.id,
+        resources: ['events'],
+        ttl: 5000,
+        attempts: 1,
+        fencingToken: lock.fencingToken,
+      });
+      expect(mine[1]).toMatchObject({ type: 'busy', resources: ['events'], attempts: 1 });
+      expect(mine[2]).toMatchObject({ type: 'extended', lockId: lock.id, ttl: 6000, extensions: 1 });
+      expect(mine[3]).toMatchObject({ type: 'released', lockId: lock.id, confirmed: backend.nodes.length });
+      expect(mine[5]).toMatchObject({ type: 'lost', lockId: doomed.id, reason: 'keys-gone' });
+      expect(seen).toEqual(events);
+      unsubscribe();
+    });
+
+    it('hands a freed resource to the first waiter, not to the process that just released it', async () => {
+      const holder = client({ retryDelay: 5, retryJitter: 5 });
+      const first = client({ retryDelay: 5000, retryJitter: 0 });
+      const second = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('fair', 10_000);
+      const order: string[] = [];
+      const firstWaits = first.acquire('fair', 10_000).then((l) => (order.push('first'), l));
+      await until(async () => (await holder.inspect('fair')).waiters === 1, 'the first waiter in the queue');
+      // Waiters are ordered by the millisecond of their first attempt (ties by random id): make it a later one.
+      await sleep(5);
+      const secondWaits = second.acquire('fair', 10_000).then((l) => (order.push('second'), l));
+      await until(async () => (await holder.inspect('fair')).waiters === 2, 'the second waiter in the queue');
+      await held.release();
+      // The releaser comes straight back: the resource is reserved for the first waiter.
+      await expect(holder.acquire('fair', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      const a = await firstWaits;
+      expect(order).toEqual(['first']);
+      await a.release();
+      const b = await secondWaits;
+      expect(order).toEqual(['first', 'second']);
+      await b.release();
+      await until(async () => (await holder.inspect('fair')).waiters === 0, 'empty queues');
+    });
+
+    it('wakes a waiter on release, long before its 5 s retry delay', async () => {
+      const holder = client();
+      const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+      const held: Lock = await holder.acquire('wake', 10_000);
+      const waiting = waiter.acquire('wake', 10_000);
+      await until(async () => (await holder.inspect('wake')).waiters === 1, 'the waiter in the queue');
+      // The waiter also looks again once each node confirms its subscription: let
+      // those attempts pass, so that only the release's message can wake it now.
+      await sleep(100);
+      const released = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - released).toBeLessThan(200);
+      expect(lock.attempts).toBeGreaterThanOrEqual(2);
+      await lock.release();
+    });
+  });
+}

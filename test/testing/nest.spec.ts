@@ -1,0 +1,196 @@
+import 'reflect-metadata';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, Injectable, Module, Param, Post, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { firstValueFrom } from 'rxjs';
+import { LockService, Locked, Redlock, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
+import {
+  MEMORY_REDIS_NODES,
+  MemoryRedisNode,
+  RedlockTestingModule,
+  createMemoryNodes,
+  createMemoryRedlock,
+} from '../../lib/testing/index.js';
+
+// No Redis anywhere in this file: the application runs on in-memory nodes.
+
+const stock = new Map<string, number>();
+
+@Injectable()
+class Reports {
+  runs = 0;
+
+  @Locked('report:{args.0}', 2000)
+  async build(name: string): Promise<string> {
+    this.runs++;
+    await sleep(50);
+    return `report ${name}`;
+  }
+}
+
+@Controller('orders')
+class OrdersController {
+  constructor(readonly locks: LockService) {}
+
+  @Post(':id/reserve')
+  @Locked('order:{params.id}', 2000)
+  async reserve(@Param('id') id: string) {
+    const read = stock.get(id) ?? 0;
+    await sleep(30);
+    stock.set(id, read + 1);
+    return { reserved: read + 1, token: this.locks.current()?.fencingToken };
+  }
+}
+
+describe('RedlockTestingModule', () => {
+  let app: INestApplication;
+  let locks: LockService;
+  const events: RedlockEvent[] = [];
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockTestingModule.forRoot()],
+      controllers: [OrdersController],
+      providers: [Reports],
+    }).compile();
+    app = await moduleRef.createNestApplication({ logger: false }).init();
+    locks = app.get(LockService);
+    locks.events$.subscribe((e) => events.push(e));
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('runs a @Locked endpoint once at a time and answers 409 to the others', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () => request(app.getHttpServer()).post('/orders/42/reserve')),
+    );
+    const ok = responses.filter((r) => r.status === 201);
+    const conflicts = responses.filter((r) => r.status === 409);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    expect(conflicts.length).toBeGreaterThanOrEqual(1);
+    expect(ok.length + conflicts.length).toBe(6);
+    expect(stock.get('42')).toBe(ok.length);
+    expect(conflicts[0]!.body).toMatchObject({ statusCode: 409, message: 'The resource is locked by another request' });
+    expect(typeof ok[0]!.body.token).toBe('number');
+    // Once the handler returned, the resource is free again.
+    expect((await request(app.getHttpServer()).post('/orders/42/reserve')).status).toBe(201);
+  });
+
+  it('answers 409 while LockService holds the resource in a test', async () => {
+    const held = await locks.acquire('order:7', 5000);
+    expect((await request(app.getHttpServer()).post('/orders/7/reserve')).status).toBe(409);
+    await held.release();
+    expect((await request(app.getHttpServer()).post('/orders/7/reserve')).status).toBe(201);
+  });
+
+  it('skips a @Locked provider method while it runs elsewhere, with a skipped event', async () => {
+    const reports = app.get(Reports);
+    const skipped = firstValueFrom(locks.events$.pipe(ofLockEvent('skipped')));
+    const [first, second] = await Promise.all([reports.build('daily'), reports.build('daily')]);
+    expect([first, second].sort()).toEqual(['report daily', undefined].sort());
+    expect(reports.runs).toBe(1);
+    expect(await skipped).toMatchObject({ type: 'skipped', resources: ['report:daily'], method: 'Reports.build' });
+    expect(await reports.build('daily')).toBe('report daily');
+  });
+
+  it('emits the same events$ as with Redis nodes', async () => {
+    events.length = 0;
+    await locks.using('evented', 1000, async () => undefined);
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'released']);
+  });
+
+  it('gives the test its in-memory nodes, to read keys or fail nodes', async () => {
+    const nodes = app.get<MemoryRedisNode[]>(MEMORY_REDIS_NODES);
+    expect(nodes).toHaveLength(3);
+    expect(app.get(Redlock).nodeLabels).toEqual(nodes.map((n) => `memory:${n.options.port}/0`));
+    const lock = await locks.acquire('visible', 5000);
+    expect(await Promise.all(nodes.map((n) => n.exists('redlock:lock:visible')))).toEqual([1, 1, 1]);
+    await lock.release();
+    nodes[0]!.down();
+    nodes[1]!.down();
+    expect((await request(app.getHttpServer()).post('/orders/9/reserve')).status).toBe(500);
+    nodes[0]!.up();
+    nodes[1]!.up();
+    expect((await request(app.getHttpServer()).post('/orders/9/reserve')).status).toBe(201);
+  });
+});
+
+describe('RedlockTestingModule options', () => {
+  it('gives each application its own nodes, takes the module options, and can be global', async () => {
+    @Injectable()
+    class NeedsLocks {
+      constructor(readonly locks: LockService) {}
+    }
+    @Module({ providers: [NeedsLocks], exports: [NeedsLocks] })
+    class FeatureModule {}
+
+    const build = async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockTestingModule.forRoot({ isGlobal: true, nodes: 5, prefix: 'app:' }), FeatureModule],
+      }).compile();
+      return moduleRef.createNestApplication({ logger: false }).init();
+    };
+    const [one, two] = await Promise.all([build(), build()]);
+    try {
+      const nodesOne = one.get<MemoryRedisNode[]>(MEMORY_REDIS_NODES);
+      const nodesTwo = two.get<MemoryRedisNode[]>(MEMORY_REDIS_NODES);
+      expect(nodesOne).toHaveLength(5);
+      expect(nodesOne[0]).not.toBe(nodesTwo[0]);
+      const lock = await one.get(NeedsLocks).locks.acquire('shared-name', 5000);
+      expect(await nodesOne[0]!.exists('app:lock:shared-name')).toBe(1);
+      // Another application, other nodes: not busy there.
+      const other = await two.get(NeedsLocks).locks.tryAcquire('shared-name', 5000);
+      expect(other).not.toBeNull();
+      await other!.release();
+      await lock.release();
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  });
+
+  it('shares nodes given by the test between applications, like two instances of one service', async () => {
+    const nodes = createMemoryNodes(3);
+    const build = async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockTestingModule.forRoot({ nodes, controllerBusy: { status: 423 } })],
+        controllers: [OrdersController],
+      }).compile();
+      return moduleRef.createNestApplication({ logger: false }).init();
+    };
+    const [one, two] = await Promise.all([build(), build()]);
+    try {
+      const held = await one.get(LockService).acquire('order:shared', 5000);
+      expect((await request(two.getHttpServer()).post('/orders/shared/reserve')).status).toBe(423);
+      await held.release();
+      expect((await request(two.getHttpServer()).post('/orders/shared/reserve')).status).toBe(201);
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+    expect(() => RedlockTestingModule.forRoot({ nodes: 0 })).toThrow(TypeError);
+  });
+
+  it("replaces the client of an application's own RedlockModule: overrideProvider(Redlock)", async () => {
+    @Module({
+      imports: [RedlockModule.forRoot({ nodes: ['redis://127.0.0.1:1'] })], // never contacted
+      controllers: [OrdersController],
+    })
+    class AppModule {}
+
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(Redlock)
+      .useFactory({ factory: () => createMemoryRedlock() })
+      .compile();
+    const app = await moduleRef.createNestApplication({ logger: false }).init();
+    try {
+      const held = await app.get(LockService).acquire('order:override', 5000);
+      expect((await request(app.getHttpServer()).post('/orders/override/reserve')).status).toBe(409);
+      await held.release();
+      expect((await request(app.getHttpServer()).post('/orders/override/reserve')).status).toBe(201);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { until } from '../support/until.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, runScript, type Script } from '../../lib/core/scripts.js';
+import { MemoryRedisNode } from '../../lib/testing/index.js';
+import { describeLockBehaviour } from './lock-behaviour.js';
+
+// The same suite as memory.spec.ts, on three redis-server nodes: what the
+// in-memory nodes of nest-redlock/testing promise is what Redis does.
+describeLockBehaviour('redis-server nodes', async () => {
+  const fleet = await startFleet(3);
+  const raw = fleet.urls.map((url) => new Redis(url));
+  return {
+    nodes: fleet.urls,
+    deleteKey: async (i, key) => void (await raw[i]!.del(key)),
+    flush: async () => void (await Promise.all(raw.map((r) => r.flushall()))),
+    stop: async () => {
+      raw.forEach((r) => r.disconnect());
+      await fleet.stop();
+    },
+  };
+});
+
+/**
+ * Below the lock client: the same random sequence of script calls on a
+ * redis-server and on a MemoryRedisNode must give the same replies, the same
+ * PUBLISH messages and the same keys. Clock readings (fencing counters reborn
+ * from TIME, queue deadlines) and remaining ttls differ by nature and are
+ * compared by kind only.
+ */
+describe('MemoryRedisNode scripts answer like Redis', () => {
+  let fleet: RedisFleet;
+  let redis: Redis;
+  let redisSubscriber: Redis;
+
+  beforeAll(async () => {
+    fleet = await startFleet(1);
+    redis = new Redis(fleet.urls[0]!);
+    redisSubscriber = new Redis(fleet.urls[0]!);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    redisSubscriber?.disconnect();
+    await fleet?.stop();
+  });
+
+  /** Numbers that are clock readings or ttls become their kind; small counts and codes stay. */
+  const normalize = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(normalize);
+    if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
+    if (typeof value === 'number' && value >= 1e12) return 'clock';
+    if (typeof value === 'number' && value > 100) return 'ttl';
+    return value;
+  };
+
+  const STEPS = Number(process.env.DIFF_STEPS ?? 400);
+  const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [0x5eed, 7, 42];
+
+  it.each(SEEDS)(`on ${STEPS} random calls of every script (seed %i)`, async (initialSeed) => {
+    await redis.flushall();
+    redisSubscriber.removeAllListeners('message');
+    const memory = new MemoryRedisNode();
+    const memorySubscriber = memory.duplicate();
+    const channels = ['d:queue:a', 'd:queue:b', 'd:queue:c'];
+    const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
+    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(`${c} ${m}`));
+    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(`${c} ${m}`));
+    await redisSubscriber.subscribe(...channels);
+    await memorySubscriber.subscribe(...channels);
+
+    // mulberry32: a small seeded generator, so that a failure can be replayed.
+    let seed = initialSeed;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const subset = () => {
+      const all = ['a', 'b', 'c'].filter(() => random() < 0.5);
+      return all.length ? all : [pick(['a', 'b', 'c'])];
+    };
+    const values = ['v1', 'v2', 'v3'];
+    const waiters = ['w1', 'w2', 'w3', 'w4'];
+    const base = Date.now();
+    const tokens = { redis: 0, memory: 0 };
+
+    /** Runs one call on both; `args` (drawn before, not inside) differs by side only in a token each side issued. */
+    const run = async (script: Script, keys: string[], args: (side: 'redis' | 'memory') => (string | number)[]) => {
+      const [fromRedis, fromMemory] = await Promise.all([
+        runScript(redis, script, keys, args('redis')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
+        runScript(memory, script, keys, args('memory')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
+      ]);
+      return { fromRedis, fromMemory };
+    };
+
+    const steps: string[] = [];
+    for (let step = 0; step < STEPS; step++) {
+      const resources = subset();
+      const locks = resources.map((r) => `d:lock:${r}`);
+      const fences = resources.map((r) => `d:fence:${r}`);
+      const queues = resources.flatMap((r) => [`d:queue:${r}`, `d:queue-deadlines:${r}`]);
+      const value = pick(values);
+      const kind = pick(['acquire', 'acquire', 'acquire', 'confirm', 'extend', 'release', 'release', 'leave', 'inspect', 'fenced']);
+      let result: { fromRedis: unknown; fromMemory: unknown };
+      switch (kind) {
+        case 'acquire': {
+          const fencing = random() < 0.6;
+          const fair = random() < 0.7;
+          const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
+          // First-attempt times from a small set: ties in the queue are ordered by waiter id.
+          const args = [value, pick([30_000, 100_000]), resources.length, fencing ? 60_000 : 0, fair ? 1 : 0, fair ? pick([...waiters, '']) : '', base + pick([0, 0, 1, 2]), 20_000];
+          result = await run(ACQUIRE, keys, () => args);
+          for (const side of ['redis', 'memory'] as const) {
+            const reply = side === 'redis' ? result.fromRedis : result.fromMemory;
+            if (Array.isArray(reply) && reply[0] === 1 && reply[1] > 0) tokens[side] = reply[1] as number;
+          }
+          break;
+        }
+        case 'confirm': {
+          const above = pick([0, 1, 5]);
+          result = await run(CONFIRM_TOKEN, [...locks, ...fences], (side) => [value, String(tokens[side] + above), resources.length, 60_000]);
+          break;
+        }
+        case 'extend': {
+          const ttl = pick([30_000, 100_000]);
+          result = await run(EXTEND, locks, () => [value, ttl]);
+          break;
+        }
+        case 'release': {
+          const fair = random() < 0.7;
+          result = await run(RELEASE, fair ? [...locks, ...resources.map((r) => `d:queue:${r}`)] : locks, () => [value, fair ? 1 : 0]);
+          break;
+        }
+        case 'leave': {
+          const args = [pick(waiters), pick([0, 1])];
+          result = await run(LEAVE_QUEUE, queues, () => args);
+          break;
+        }
+        case 'inspect': {
+          const r = resources[0]!;
+          result = await run(INSPECT, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`], () => []);
+          break;
+        }
+        default: {
+          const r = resources[0]!;
+          const op = pick(['get', 'set', 'del']);
+          const args = op === 'set' ? [pick([1, 2, 3, 4]), op, pick(values)] : [pick([1, 2, 3, 4]), op];
+          result = await run(FENCED_ACCESS, [`d:data:${r}`, `d:token:${r}`], () => args);
+        }
+      }
+      steps.push(`${step} ${kind} ${resources.join(',')}`);
+      expect({ step: steps.at(-1), reply: normalize(result.fromMemory) }).toEqual({
+        step: steps.at(-1),
+        reply: normalize(result.fromRedis),
+      });
+    }
+
+    // The same keys, each with the same content (queue deadlines are clock readings).
+    const snapshot = async (client: Redis | MemoryRedisNode) => {
+      const out: Record<string, unknown> = {};
+      for (const key of (await client.keys('d:*')).sort()) {
+        const type = await client.type(key);
+        out[key] =
+          type === 'string'
+            ? normalize(await client.get(key))
+            : type === 'zset'
+              ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
+              : normalize(Object.entries(await client.hgetall(key)).sort());
+      }
+      return out;
+    };
+    const [inRedis, inMemory] = await Promise.all([snapshot(redis), snapshot(memory)]);
+    expect(inMemory).toEqual(inRedis);
+    expect(Object.keys(inRedis).some((k) => k.startsWith('d:queue:'))).toBe(true);
+    await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
+    expect(published.memory).toEqual(published.redis);
+    expect(published.redis.length).toBeGreaterThan(0);
+    memorySubscriber.disconnect();
+  });
+});
