@@ -183,7 +183,9 @@ export class Redlock implements LockOwner {
     const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, Date.now(), 0];
     const releaseArgs = [value, fair ? 1 : 0];
     const attempts: AttemptReport[] = [];
-    let turn: Turn | undefined;
+    // Already subscribed to these resources (waited on them a moment ago): watch
+    // from the first attempt, so a release during it is not missed.
+    let turn = waiter && this.notifier.isSubscribed(keys.channels) ? new Turn(this.notifier, keys.channels, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
@@ -259,7 +261,9 @@ export class Redlock implements LockOwner {
         return lock;
       }
 
-      // Undo wherever the attempt went, on nodes that timed out too: a late SET must not survive.
+      // Undo wherever the attempt may have set keys, on nodes that timed out too (a late
+      // SET must not survive); a node that answered busy set nothing.
+      const sofar = round.late();
       await broadcast(
         this.nodes,
         (node) => node.run(RELEASE, keys.release, releaseArgs),
@@ -267,7 +271,7 @@ export class Redlock implements LockOwner {
         this.quorum,
         nodeTimeout,
         'all',
-        round.sent,
+        round.sent.map((sent, i) => sent && sofar[i]!.outcome !== 'busy'),
       );
 
       // The undo went after the acquire on each connection, so the nodes that were
@@ -290,7 +294,7 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
-      if (waiter && !turn) turn = new Turn(this.notifier, keys.channels, waiter);
+      if (waiter && !turn) turn = new Turn(this.notifier, keys.channels, waiter, true);
       try {
         await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {

@@ -10,11 +10,17 @@ export class Turn {
   private woken = false;
   private readonly unwatch: () => void;
 
-  constructor(notifier: WakeNotifier, channels: readonly string[], waiter: string) {
-    this.unwatch = notifier.watch(channels, waiter, () => {
-      if (this.wake) this.wake();
-      else this.woken = true;
-    });
+  /** `lookAgain`: the caller already made an attempt (see `WakeNotifier.watch`). */
+  constructor(notifier: WakeNotifier, channels: readonly string[], waiter: string, lookAgain: boolean) {
+    this.unwatch = notifier.watch(
+      channels,
+      waiter,
+      () => {
+        if (this.wake) this.wake();
+        else this.woken = true;
+      },
+      lookAgain,
+    );
   }
 
   /** Resolves after `delay` ms or at a wake-up; rejects when `signal` aborts. */

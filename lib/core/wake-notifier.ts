@@ -3,6 +3,18 @@ import type { LockNode, RedisClient } from './node.js';
 
 type Wake = () => void;
 
+/** How long a subscription outlives its last waiter, ms. */
+const LINGER = 1000;
+
+interface Subscription {
+  /** waiter id -> wake */
+  readonly waiters: Map<string, Wake>;
+  /** Settles when every node confirmed (or refused) the subscription. */
+  readonly confirmed: Promise<void>;
+  ready: boolean;
+  linger?: NodeJS.Timeout;
+}
+
 /**
  * Wakes waiting acquisitions when a holder releases, instead of polling: the
  * release script publishes the first waiter's id on the resource's queue
@@ -12,46 +24,60 @@ type Wake = () => void;
  */
 export class WakeNotifier {
   private subscribers: RedisClient[] | undefined;
-  /** channel -> waiter id -> wake */
-  private readonly watchers = new Map<string, Map<string, Wake>>();
+  private readonly channels = new Map<string, Subscription>();
 
   constructor(private readonly nodes: readonly LockNode[]) {}
 
+  /** True while this process is subscribed to every one of `channels` (waiting on them now, or a moment ago). */
+  isSubscribed(channels: readonly string[]): boolean {
+    return channels.every((c) => this.channels.get(c)?.ready);
+  }
+
   /**
-   * Calls `wake` when a release names `waiter` on one of `channels`, and once
-   * when a node confirms the subscription (a release just before it would have
-   * been missed: the waiter should look again). Returns a function that stops.
+   * Calls `wake` when a release names `waiter` on one of `channels`. With
+   * `lookAgain`, also once when the nodes have confirmed the subscription: a
+   * release after the caller's last attempt and before that would have been
+   * missed. Returns a function that stops watching; the subscription itself
+   * lingers a moment, so a process that waits again and again on one resource
+   * does not subscribe each time.
    */
-  watch(channels: readonly string[], waiter: string, wake: Wake): () => void {
+  watch(channels: readonly string[], waiter: string, wake: Wake, lookAgain: boolean): () => void {
     const subscribers = this.connect();
-    for (const channel of channels) {
-      let byWaiter = this.watchers.get(channel);
-      if (!byWaiter) {
-        byWaiter = new Map();
-        this.watchers.set(channel, byWaiter);
-        for (const subscriber of subscribers) {
-          subscriber.subscribe(channel).then(
-            () => this.watchers.get(channel)?.forEach((w) => w()),
-            () => undefined,
-          );
-        }
-      } else {
-        queueMicrotask(wake); // already subscribed
+    const confirmations = channels.map((channel) => {
+      let subscription = this.channels.get(channel);
+      if (!subscription) {
+        const created: Subscription = {
+          waiters: new Map(),
+          ready: false,
+          confirmed: Promise.allSettled(subscribers.map((s) => s.subscribe(channel))).then(() => {
+            created.ready = true;
+          }),
+        };
+        subscription = created;
+        this.channels.set(channel, created);
       }
-      byWaiter.set(waiter, wake);
-    }
+      clearTimeout(subscription.linger);
+      subscription.waiters.set(waiter, wake);
+      return subscription.confirmed;
+    });
+    if (lookAgain) void Promise.all(confirmations).then(() => this.channels.get(channels[0]!)?.waiters.get(waiter)?.());
     return () => {
       for (const channel of channels) {
-        const byWaiter = this.watchers.get(channel);
-        if (!byWaiter?.delete(waiter) || byWaiter.size > 0) continue;
-        this.watchers.delete(channel);
-        for (const subscriber of subscribers) subscriber.unsubscribe(channel).catch(() => undefined);
+        const subscription = this.channels.get(channel);
+        if (!subscription?.waiters.delete(waiter) || subscription.waiters.size > 0) continue;
+        subscription.linger = setTimeout(() => {
+          if (subscription.waiters.size > 0 || this.channels.get(channel) !== subscription) return;
+          this.channels.delete(channel);
+          for (const subscriber of subscribers) subscriber.unsubscribe(channel).catch(() => undefined);
+        }, LINGER);
+        subscription.linger.unref();
       }
     };
   }
 
   close(): void {
-    this.watchers.clear();
+    for (const subscription of this.channels.values()) clearTimeout(subscription.linger);
+    this.channels.clear();
     for (const subscriber of this.subscribers ?? []) subscriber.disconnect();
     this.subscribers = undefined;
   }
@@ -64,7 +90,7 @@ export class WakeNotifier {
       const subscriber: RedisClient =
         client instanceof Cluster ? client.duplicate() : client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
       subscriber.on('error', () => undefined); // the lock connection reports node errors
-      subscriber.on('message', (channel: string, waiter: string) => this.watchers.get(channel)?.get(waiter)?.());
+      subscriber.on('message', (channel: string, waiter: string) => this.channels.get(channel)?.waiters.get(waiter)?.());
       return subscriber;
     });
     return this.subscribers;
