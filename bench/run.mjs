@@ -117,7 +117,15 @@ try {
   latencyTable('Uncontended acquire+release, 5 nodes', await latency('uncontended', urls5, LIBS, { cycles: CYCLES }));
 
   const tp = Object.fromEntries(LIBS.map((l) => [l, []]));
-  for (let r = 0; r < R; r++) for (const lib of shuffle(LIBS)) tp[lib].push((await worker(lib, urls5, 'throughput', { concurrency: 64, ms: QUICK ? 1000 : 3000 })).perSecond);
+  const tpErrors = {};
+  for (let r = 0; r < R; r++) {
+    for (const lib of shuffle(LIBS)) {
+      const res = await worker(lib, urls5, 'throughput', { concurrency: 64, ms: QUICK ? 1000 : 3000 });
+      if (res.perSecond === undefined) tpErrors[lib] = res.error ?? 'failed';
+      tp[lib].push(res.perSecond);
+    }
+  }
+  for (const [lib, error] of Object.entries(tpErrors)) console.log(`  ${lib}: ${error}`);
   const tpMed = Object.fromEntries(LIBS.map((l) => [l, median(tp[l])]));
   const bestPeer = Math.max(...PEERS.map((p) => tpMed[p] ?? 0));
   results.scenarios.throughput64 = tpMed;

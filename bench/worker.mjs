@@ -37,16 +37,21 @@ if (scenario === 'latency') {
 } else if (scenario === 'throughput') {
   for (let i = 0; i < 200; i++) await cycle(`w:${tag}:${i}`);
   let done = 0;
+  let failed = 0;
   const end = performance.now() + params.ms;
   await Promise.all(
     Array.from({ length: params.concurrency }, async (_, c) => {
       for (let i = 0; performance.now() < end; i++) {
-        await cycle(`t:${tag}:${c}:${i % 16}`);
-        done++;
+        try {
+          await cycle(`t:${tag}:${c}:${i % 16}`);
+          done++;
+        } catch {
+          failed++;
+        }
       }
     }),
   );
-  result = { perSecond: (done / params.ms) * 1000 };
+  result = { perSecond: (done / params.ms) * 1000, failed };
 } else if (scenario === 'contend') {
   // Start together with the other processes, then take the one key in a loop.
   while (now() < params.startAt) await new Promise((r) => setTimeout(r, 1));

@@ -3,7 +3,12 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 
-const clientsFor = (urls) => urls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }));
+const clientsFor = (urls) =>
+  urls.map((url) => {
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    client.on('error', () => undefined); // a node down is part of the scenario
+    return client;
+  });
 const closeAll = (clients) => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
 export const adapters = {
@@ -99,7 +104,7 @@ export const adapters = {
         const mutex = new RedlockMutex(clients, key, {
           lockTimeout: ttl,
           refreshInterval: 0,
-          acquireTimeout: wait ? 60_000 : 1,
+          acquireTimeout: wait ? 60_000 : 5000,
           acquireAttemptsLimit: wait ? Infinity : 1,
         });
         await mutex.acquire();
