@@ -24,6 +24,14 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
+interface QueuedCommand {
+  readonly script: Script;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+  readonly resolve: (reply: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**
@@ -42,6 +50,10 @@ export class LockNode {
   private verified: Promise<void> = Promise.resolve();
   /** Commands sent and not yet answered. */
   private inFlight = 0;
+  /** Commands waiting for this tick's pipelined write. */
+  private batch: QueuedCommand[] | undefined;
+  /** A cluster would need one slot per pipeline, and a test double may have none: those send one by one. */
+  private readonly batching: boolean;
   /** A round timed out waiting for this node: it gets no new command until its backlog drains. */
   private stalled = false;
 
@@ -50,6 +62,7 @@ export class LockNode {
     readonly owned: boolean,
   ) {
     this.identity = identityOf(client);
+    this.batching = !(client instanceof Cluster) && typeof (client as Partial<Redis>).pipeline === 'function';
     this.label = this.identity;
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
@@ -157,8 +170,11 @@ export class LockNode {
   }
 
   private send(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    this.inFlight++;
-    return runScript(this.client, script, keys, args).then(
+    // Nothing in flight: send now (no added latency). Otherwise join the commands
+    // of this tick in one pipelined write: many concurrent locks share round trips.
+    const sent =
+      this.inFlight++ === 0 || !this.batching ? runScript(this.client, script, keys, args) : this.enqueue(script, keys, args);
+    return sent.then(
       (reply) => {
         this.settled();
         return reply;
@@ -172,6 +188,39 @@ export class LockNode {
 
   private settled(): void {
     if (--this.inFlight === 0) this.stalled = false;
+  }
+
+  private enqueue(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      if (!this.batch) {
+        this.batch = [];
+        process.nextTick(() => this.flush());
+      }
+      this.batch.push({ script, keys, args, resolve, reject });
+    });
+  }
+
+  /** Sends this tick's queued commands as one pipeline. */
+  private flush(): void {
+    const batch = this.batch!;
+    this.batch = undefined;
+    if (batch.length === 1) {
+      const [only] = batch;
+      runScript(this.client, only!.script, only!.keys, only!.args).then(only!.resolve, only!.reject);
+      return;
+    }
+    const pipeline = (this.client as Redis).pipeline();
+    for (const c of batch) pipeline.evalsha(c.script.sha, c.keys.length, ...c.keys, ...c.args);
+    pipeline.exec().then(
+      (results) =>
+        batch.forEach((c, i) => {
+          const [error, reply] = results?.[i] ?? [new Error('no reply in pipeline')];
+          if (!error) return c.resolve(reply);
+          if (error.message.startsWith('NOSCRIPT')) return void runScript(this.client, c.script, c.keys, c.args).then(c.resolve, c.reject);
+          c.reject(error);
+        }),
+      (error: unknown) => batch.forEach((c) => c.reject(error)),
+    );
   }
 
   /**
