@@ -4,8 +4,15 @@ import { adapters } from './adapters/index.mjs';
 
 const { adapter, urls, scenario, params } = JSON.parse(process.argv[2]);
 const now = () => performance.timeOrigin + performance.now();
-const withDeadline = (promise, ms) =>
-  Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error('deadline')), ms).unref())]);
+/** The operation, or a 'deadline' error after `ms`; neither side is left unhandled. */
+function withDeadline(promise, ms) {
+  let timer;
+  const deadline = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('deadline')), ms)));
+  promise.catch(() => undefined);
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+// A library that leaves a rejection unhandled while a node is down must not end the run.
+process.on('unhandledRejection', () => undefined);
 const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
