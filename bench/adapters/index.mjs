@@ -11,6 +11,19 @@ const clientsFor = (urls) =>
   });
 const closeAll = (clients) => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
+/** node-redlock v5's API: `acquire([key], ttl)`, `lock.release()`; retryCount -1 waits forever. */
+function redlockV5Api(Redlock, urls, { wait }) {
+  const clients = clientsFor(urls);
+  const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
+  redlock.on('error', () => undefined);
+  return {
+    ready: async () => undefined,
+    acquire: (key, ttl) => redlock.acquire([key], ttl),
+    release: (lock) => lock.release(),
+    close: () => closeAll(clients),
+  };
+}
+
 export const adapters = {
   async 'nest-redlock'(urls, { wait }) {
     const { Redlock } = await import('../../dist/esm/index.js');
@@ -56,17 +69,8 @@ export const adapters = {
     };
   },
 
-  async 'node-redlock v5'(urls, { wait }) {
-    const { default: Redlock } = await import('redlock5');
-    const clients = clientsFor(urls);
-    const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
-    redlock.on('error', () => undefined);
-    return {
-      ready: async () => undefined,
-      acquire: (key, ttl) => redlock.acquire([key], ttl),
-      release: (lock) => lock.release(),
-      close: () => closeAll(clients),
-    };
+  async 'node-redlock v5'(urls, options) {
+    return redlockV5Api((await import('redlock5')).default, urls, options);
   },
 
   async 'node-redlock v4'(urls, { wait }) {
@@ -82,17 +86,9 @@ export const adapters = {
     };
   },
 
-  async '@sesamecare-oss/redlock'(urls, { wait }) {
-    const { Redlock } = await import('@sesamecare-oss/redlock');
-    const clients = clientsFor(urls);
-    const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
-    redlock.on('error', () => undefined);
-    return {
-      ready: async () => undefined,
-      acquire: (key, ttl) => redlock.acquire([key], ttl),
-      release: (lock) => lock.release(),
-      close: () => closeAll(clients),
-    };
+  /** A maintained fork of node-redlock v5, with the same API. */
+  async '@sesamecare-oss/redlock'(urls, options) {
+    return redlockV5Api((await import('@sesamecare-oss/redlock')).Redlock, urls, options);
   },
 
   async 'redis-semaphore RedlockMutex'(urls, { wait }) {
