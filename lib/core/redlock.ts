@@ -511,6 +511,17 @@ export class Redlock implements LockOwner {
    * Nodes that returned it already store it; if they are a quorum, nothing is
    * sent (the usual case). Otherwise the token is written back, conditionally
    * on still holding the lock, to the other nodes until a quorum stores it.
+   *
+   * Why tokens grow: two successful acquisitions A and B each end with a
+   * quorum of nodes storing their token, and two quorums share a node n. SET NX
+   * makes their key lifetimes on n disjoint; say A's came first. A's counter on
+   * n reached t(A) while A's key was there (the write-back is conditional on
+   * it), so before B's acquire script ran on n, and that script raises the
+   * counter: t(B) >= t(A) + 1. No assumption on clocks, pauses or delays.
+   * Assumed: counters never go back (a missing one is reborn at the node's
+   * clock in microseconds; a restart without data plus a clock stepping back
+   * breaks it), scripts run once per value (they are idempotent), and the node
+   * set does not change while locks are held.
    */
   private async confirmToken(
     round: RoundResult,
