@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { runScript, type Script } from './scripts.js';
+import { NODE_SCRIPTS, runScript, type Script } from './scripts.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -48,6 +48,8 @@ export class LockNode {
   private excludedUntil = 0;
   private runId: string | undefined;
   private verified: Promise<void> = Promise.resolve();
+  /** The scripts loaded on the current connection (see NODE_SCRIPTS). */
+  private loaded: Promise<void> = Promise.resolve();
   /** Commands sent and not yet answered. */
   private inFlight = 0;
   /** Commands waiting for this tick's pipelined write. */
@@ -63,6 +65,18 @@ export class LockNode {
   ) {
     this.identity = identityOf(client);
     this.batching = !(client instanceof Cluster) && typeof (client as Partial<Redis>).pipeline === 'function';
+    if (this.batching) {
+      const load = () => {
+        const pipeline = (client as Redis).pipeline();
+        for (const script of NODE_SCRIPTS) pipeline.script('LOAD', script.lua);
+        this.loaded = pipeline.exec().then(
+          () => undefined,
+          () => undefined,
+        );
+      };
+      client.on('ready', load);
+      if (client.status === 'ready') load();
+    }
     this.label = this.identity;
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
@@ -139,10 +153,10 @@ export class LockNode {
    */
   connect(): Promise<boolean> {
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
-    if (!this.firstReady) return this.verified.then(() => true);
+    if (!this.firstReady) return Promise.all([this.verified, this.loaded]).then(() => true);
     return this.firstReady.then(
-      // 'ready' listeners ran before this: wait for the restart check it started.
-      () => this.verified.then(() => true),
+      // 'ready' listeners ran before this: wait for the restart check and script load they started.
+      () => Promise.all([this.verified, this.loaded]).then(() => true),
       () => false,
     );
   }

@@ -282,3 +282,10 @@ end
 return 1
 `,
 );
+
+/**
+ * The scripts a lock node runs, loaded on each connection as soon as it is
+ * ready: EVALSHA then never meets NOSCRIPT in normal operation, whose EVAL
+ * fallback would be sent after commands queued behind the failed EVALSHA.
+ */
+export const NODE_SCRIPTS: readonly Script[] = [ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE, LEAVE_QUEUE, INSPECT];
