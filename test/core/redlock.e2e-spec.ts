@@ -183,7 +183,7 @@ describe('lifecycle', () => {
     await Promise.all([0, 1, 2].map((i) => fleet.pause(i)));
     const started = performance.now();
     expect((await lost).reason).toBe('expired');
-    expect(performance.now() - started).toBeLessThan(400 + 100);
+    expect(performance.now() - started).toBeLessThan(400 + 400); // the ttl, plus room for a loaded machine
     expect(lock.signal.aborted).toBe(true);
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['extend-failed', 'lost']));
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);

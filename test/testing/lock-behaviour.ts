@@ -188,7 +188,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       const owner = await b.acquire('owned', 10_000, { retryCount: 0 });
       await stale.release(); // compare-and-delete: not its value, nothing deleted
       expect(await busyNow(c, 'owned')).toBe(true);
-      expect((await c.inspect('owned')).heldOn).toBe(backend.nodes.length);
+      expect((await c.inspect('owned')).heldOn).toBeGreaterThanOrEqual(c.quorum); // decided at quorum: a last node may still be answering
 
       const staleAgain = await a.acquire('owned-2', 10_000);
       await deleteEverywhere('owned-2');
