@@ -50,14 +50,17 @@ export class LockNode {
   private verified: Promise<void> = Promise.resolve();
   /** The scripts loaded on the current connection (see NODE_SCRIPTS). */
   private loaded: Promise<void> = Promise.resolve();
-  /** Commands sent and not yet answered. */
-  private inFlight = 0;
+  /**
+   * Commands given to this node and not yet answered (including those waiting
+   * for the first connection), oldest first: each one's way to fail it and
+   * when it was given. Map order is insertion order, so the first entry says
+   * how long the node has been silent.
+   */
+  private readonly pending = new Map<(error: Error) => void, number>();
   /** Commands waiting for this tick's pipelined write. */
   private batch: QueuedCommand[] | undefined;
   /** A cluster would need one slot per pipeline, and a test double may have none: those send one by one. */
   private readonly batching: boolean;
-  /** A round timed out waiting for this node: it gets no new command until its backlog drains. */
-  private stalled = false;
 
   private constructor(
     readonly client: RedisClient,
@@ -65,6 +68,13 @@ export class LockNode {
   ) {
     this.identity = identityOf(client);
     this.batching = !(client instanceof Cluster) && typeof (client as Partial<Redis>).pipeline === 'function';
+    if (client instanceof Redis) {
+      // A command in flight when the connection drops has an unknown outcome, and
+      // ioredis never settles it unless it resends it after the reconnect (off for
+      // the connections this client opens): fail it now, or it would hang forever
+      // and keep the node counted as hung.
+      client.on('close', () => this.failPending(new Error(`connection to ${this.label} closed before it answered`)));
+    }
     if (this.batching) {
       const load = () => {
         const pipeline = (client as Redis).pipeline();
@@ -162,46 +172,44 @@ export class LockNode {
   }
 
   /**
-   * True while the node is hung: a round timed out on it and commands sent to
-   * it are still unanswered. Rounds then count it as a timeout at once instead
-   * of queueing yet another command on its socket, so nothing piles up per
-   * call while it hangs; the flag clears when its backlog has been answered.
+   * True while the node is hung: its oldest unanswered command has waited more
+   * than `timeout` ms. Rounds then count it as a timeout at once instead of
+   * queueing yet another command on its socket, so nothing piles up per call
+   * while it hangs (rounds decided at quorum never wait for it either); it is
+   * used again as soon as its backlog has been answered.
    */
-  get isStalled(): boolean {
-    return this.stalled;
-  }
-
-  /** Called by a round whose timer expired before this node answered. */
-  markStalled(): void {
-    if (this.inFlight > 0) this.stalled = true;
+  isStalled(timeout: number): boolean {
+    for (const since of this.pending.values()) return performance.now() - since > timeout;
+    return false;
   }
 
   run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.firstReady && this.client.status !== 'ready') {
-      return this.firstReady.then(() => this.send(script, keys, args));
-    }
-    return this.send(script, keys, args);
+    return new Promise((resolve, reject) => {
+      const fail = (error: unknown) => {
+        if (this.pending.delete(fail)) reject(error);
+      };
+      const answer = (reply: unknown) => {
+        if (this.pending.delete(fail)) resolve(reply);
+      };
+      // Nothing in flight: send now (no added latency). Otherwise join the commands
+      // of this tick in one pipelined write: many concurrent locks share round trips.
+      const direct = this.pending.size === 0 || !this.batching;
+      this.pending.set(fail, performance.now());
+      const sent =
+        this.firstReady && this.client.status !== 'ready'
+          ? this.firstReady.then(() => this.send(script, keys, args, direct))
+          : this.send(script, keys, args, direct);
+      sent.then(answer, fail);
+    });
   }
 
-  private send(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    // Nothing in flight: send now (no added latency). Otherwise join the commands
-    // of this tick in one pipelined write: many concurrent locks share round trips.
-    const sent =
-      this.inFlight++ === 0 || !this.batching ? runScript(this.client, script, keys, args) : this.enqueue(script, keys, args);
-    return sent.then(
-      (reply) => {
-        this.settled();
-        return reply;
-      },
-      (error: unknown) => {
-        this.settled();
-        throw error;
-      },
-    );
+  private send(script: Script, keys: readonly string[], args: readonly (string | number)[], direct: boolean): Promise<unknown> {
+    return direct ? runScript(this.client, script, keys, args) : this.enqueue(script, keys, args);
   }
 
-  private settled(): void {
-    if (--this.inFlight === 0) this.stalled = false;
+  /** Fails every unanswered command (their connection is gone). */
+  private failPending(error: Error): void {
+    for (const fail of [...this.pending.keys()]) fail(error);
   }
 
   private enqueue(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

@@ -38,8 +38,9 @@ export type Targets = 'live' | readonly boolean[];
  * Sends one command to every node at once and decides as soon as the outcome
  * is known: with `until: 'quorum'`, when `quorum` nodes said yes or when that
  * has become impossible; with `until: 'all'`, when every node answered. Nodes
- * still silent after `timeout` ms count as `timeout`, and are marked stalled
- * while their commands stay unanswered. One timer serves the whole round.
+ * still silent after `timeout` ms count as `timeout`; a node whose oldest
+ * unanswered command is older than `timeout` is not sent to at all. One timer
+ * serves the whole round.
  * Late answers are absorbed: no rejection escapes.
  */
 export function broadcast(
@@ -66,7 +67,6 @@ export function broadcast(
       decided = true;
       timedOut = byTimer;
       clearTimeout(timer);
-      if (byTimer) nodes.forEach((node, i) => outcomes[i] || node.markStalled());
       const snapshot = (missing: NodeOutcome) => () =>
         nodes.map((node, i): NodeReport => outcomes[i] ?? { node: node.label, outcome: missing });
       resolve({
@@ -95,7 +95,7 @@ export function broadcast(
         record({ node: node.label, outcome: 'ok' }); // the command it would undo never went there
         return;
       }
-      if (targets === 'live' && node.isStalled) {
+      if (targets === 'live' && node.isStalled(timeout)) {
         // Still hung on earlier commands: a timeout now, without adding to its backlog.
         record({ node: node.label, outcome: 'timeout' });
         return;

@@ -250,6 +250,21 @@ describe('node failures', () => {
     for (const i of [3, 4]) expect(await raw[i]!.keys('redlock:lock:hung:*')).toEqual([]);
   });
 
+  it('a hung node killed with commands in flight and restarted is counted again', async () => {
+    const redlock = client({ nodeTimeout: 50 });
+    await redlock.acquire('warm', 5000).then((l) => l.release());
+    await fleet.pause(4);
+    await (await redlock.acquire('in-flight', 5000)).release(); // node 4 left unanswered
+    await fleet.kill(4); // its connection drops with those commands in flight
+    await fleet.restart(4);
+    await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'node 4 back');
+    // A quorum now needs node 4: its client must not still count it as hung.
+    await Promise.all([fleet.pause(0), fleet.pause(1)]);
+    const lock = await redlock.acquire('needs-4', 5000, { retryCount: 0 });
+    expect(await raw[4]!.exists('redlock:lock:needs-4')).toBe(1);
+    await lock.release();
+  });
+
   it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {
     const redlock = client({ retryCount: 10, retryDelay: 200 });
     await redlock.acquire('warm', 5000).then((l) => l.release());
