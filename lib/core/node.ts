@@ -138,10 +138,12 @@ export class LockNode {
         .info('server')
         .then((info) => {
           const runId = /run_id:(\w+)/.exec(info)?.[1];
-          const uptime = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity) * 1000;
+          // Redis reports uptime as the difference of two whole-second clocks: a
+          // server up for 30 ms can say 1. Only `reported - 1` s is certain.
+          const reported = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity);
+          const uptime = Math.max(0, reported - 1) * 1000;
           const restarted = this.runId !== undefined ? runId !== this.runId : uptime < window;
           this.runId = runId;
-          // Uptime is whole seconds: the restart may be up to 1 s older, never newer.
           this.excludedUntil = restarted ? performance.now() + window - uptime : 0;
           if (restarted) onRestart(this, Math.max(0, window - uptime));
         })
