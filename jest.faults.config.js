@@ -5,6 +5,6 @@ export default {
   ...base,
   roots: ['<rootDir>/test/faults'],
   testPathIgnorePatterns: ['/node_modules/'],
-  testTimeout: 60_000,
+  testTimeout: 120_000,
   maxWorkers: 1,
 };

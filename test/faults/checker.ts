@@ -1,65 +1,193 @@
-/** One line of a worker's history. */
-export interface HistoryEntry {
+/**
+ * Checks one scenario's merged history. Inputs: the critical sections every
+ * worker recorded (times are `performance.timeOrigin + performance.now()`, ms,
+ * comparable across processes on one host), the failed acquisitions, and the
+ * fenced store's audit log in the store's own order.
+ */
+
+/** One critical section, as a worker recorded it. */
+export interface Section {
   readonly w: number;
-  readonly token?: number;
-  readonly asked?: number;
-  readonly start?: number;
-  readonly end?: number;
-  /** When its store write was accepted. */
-  readonly wrote?: number;
-  readonly store?: string;
-  readonly signalled?: boolean;
-  readonly fail?: string;
-  readonly at?: number;
+  /** `<worker>.<n>`: one acquisition. */
+  readonly who: string;
+  readonly token: number;
+  /** When the acquire call began, and when it returned the lock. */
+  readonly asked: number;
+  readonly start: number;
+  readonly end: number;
+  /** start + the lock's validity at start: when it stops being exclusive unless extended. */
+  readonly validUntil: number;
+  /** Whether the lock was still valid (isHeld) when the section ended, and how often it was extended. */
+  readonly heldAtEnd: boolean;
+  readonly extensions: number;
+  /** What the fenced store said to this section's accesses: 'ok', 'stale' or 'error:...'. */
+  readonly store: string;
+  /** Set when the runner held this section (to pause the worker, or to restart a node meanwhile). */
+  readonly held?: {
+    readonly wokeAt: number;
+    readonly heldOnWake: boolean;
+    readonly validityOnWake: number;
+    readonly abortedOnWake: boolean;
+    readonly abortedAfterWrite: boolean;
+    readonly reason?: string;
+  };
+}
+
+/** An acquisition that failed. */
+export interface Failure {
+  readonly w: number;
+  readonly fail: string;
+  readonly asked: number;
+  readonly at: number;
+  /** Each node's outcome in the last attempt, e.g. 'ok', 'busy', 'error:Connection is closed.'. */
+  readonly nodes?: readonly string[];
+}
+
+/** One decision of the fenced store, in the store's order. */
+export interface StoreEntry {
+  readonly seq: number;
+  readonly token: number;
+  readonly who: string;
+  readonly op: string;
+  readonly ok: boolean;
+}
+
+/** When a fault was active, ms (same clock as the sections). */
+export interface Window {
+  readonly from: number;
+  readonly to: number;
+}
+
+export interface History {
+  readonly sections: readonly Section[];
+  readonly failures: readonly Failure[];
+  readonly store: readonly StoreEntry[];
+  /** The counter's final value in the store (each accepted write added 1 to what its read saw). */
+  readonly counter: number;
+  /** Fault windows; none: the fault was active for the whole run. */
+  readonly windows: readonly Window[];
+  readonly runFrom: number;
+  readonly runTo: number;
 }
 
 export interface Verdict {
   readonly acquisitions: number;
-  /** Pairs of critical sections of different workers that overlap in real time. */
+  /** Pairs of critical sections of different acquisitions that overlap in real time. */
   readonly overlaps: number;
-  /** Store accesses refused because a newer token had been seen. */
+  /**
+   * Of those, the pairs where the earlier holder had overrun its lock: its
+   * validity had ended (no extension, not held at its end) before the later
+   * section began. A stalled or starved holder, not a second grant of a valid lock.
+   */
+  readonly overrunOverlaps: number;
+  /** The longest such overrun: how long after its validity ended an overrunning section went on, ms. */
+  readonly longestOverrun: number;
+  /** Sections involved in at least one overlap. */
+  readonly overlapping: number;
+  /** Store accesses refused because a higher token had been seen. */
   readonly staleRejected: number;
-  /** Accepted store accesses whose token was lower than one accepted before (must be 0). */
+  /** Accepted store accesses whose token was below one accepted earlier (the store's contract: must be 0). */
   readonly storeRegressions: number;
-  /** Longest time, ms, from the end of one critical section to the start of the next. */
-  readonly longestGap: number;
-  readonly failures: Record<string, number>;
+  /** Accepted accesses by two different acquisitions with the same token (the store cannot tell them apart). */
+  readonly tokenCollisions: number;
+  /** Pairs where A was acquired before B's acquire began, yet token(B) <= token(A) (the library's documented guarantee). */
+  readonly tokenOrderViolations: number;
+  /** Accepted writes minus the final counter: increments lost to an interleaving the store did not refuse. */
+  readonly lostUpdates: number;
+  /** Longest gap, ms, between consecutive critical sections (of anyone) that overlaps a fault window. */
+  readonly longestUnavailability: number;
+  /** Failed acquisitions by error code. */
+  readonly failures: Readonly<Record<string, number>>;
+  /** Longest failed acquire call, ms (from the call to its rejection). */
+  readonly longestFailure: number;
 }
 
-/**
- * Checks a merged history: no two critical sections overlap in real time, and
- * the fenced store's accepted writes, in the order they were accepted, never
- * carried a token lower than an earlier one.
- */
-export function check(entries: readonly HistoryEntry[]): Verdict {
-  const sections = entries.filter((e) => e.start !== undefined).sort((a, b) => a.start! - b.start!);
+export function check(h: History): Verdict {
+  const sections = [...h.sections].sort((a, b) => a.start - b.start);
+
+  // Real-time overlaps: sorted by start, each section against the later-starting
+  // ones that start before it ends.
   let overlaps = 0;
+  let overrunOverlaps = 0;
+  let longestOverrun = 0;
+  const overlapping = new Set<string>();
   for (let i = 0; i < sections.length; i++) {
-    for (let j = i + 1; j < sections.length && sections[j]!.start! < sections[i]!.end!; j++) {
-      if (sections[j]!.w !== sections[i]!.w) overlaps++;
+    const a = sections[i]!;
+    const overran = !a.heldAtEnd && a.extensions === 0;
+    if (overran) longestOverrun = Math.max(longestOverrun, a.end - a.validUntil);
+    for (let j = i + 1; j < sections.length && sections[j]!.start < a.end; j++) {
+      const b = sections[j]!;
+      if (b.who === a.who) continue;
+      overlaps++;
+      if (overran && b.start >= a.validUntil) overrunOverlaps++;
+      overlapping.add(a.who).add(b.who);
     }
   }
+
+  // The store's own history, in its order.
+  const store = [...h.store].sort((a, b) => a.seq - b.seq);
   let highest = -Infinity;
   let storeRegressions = 0;
-  const accepted = sections.filter((s) => s.store === 'ok').sort((a, b) => a.wrote! - b.wrote!);
-  for (const s of accepted) {
-    if (s.token! < highest) storeRegressions++;
-    highest = Math.max(highest, s.token!);
+  let tokenCollisions = 0;
+  const ownerOf = new Map<number, string>();
+  for (const e of store) {
+    if (!e.ok) continue;
+    if (e.token < highest) storeRegressions++;
+    highest = Math.max(highest, e.token);
+    const owner = ownerOf.get(e.token);
+    if (owner === undefined) ownerOf.set(e.token, e.who);
+    else if (owner !== e.who) tokenCollisions++;
   }
-  let longestGap = 0;
-  let lastEnd = sections[0]?.start ?? 0;
+  const staleRejected = store.filter((e) => !e.ok).length;
+  const acceptedWrites = store.filter((e) => e.ok && e.op === 'set').length;
+
+  // Token order: acquired (A.start) before B's acquire began (B.asked) => token(B) > token(A).
+  // Sorted by asked, with a running maximum of the tokens of sections acquired before.
+  let tokenOrderViolations = 0;
+  const byAsked = [...sections].sort((a, b) => a.asked - b.asked);
+  const byStart = sections; // sorted by start
+  let k = 0;
+  let maxBefore = -Infinity;
+  for (const b of byAsked) {
+    while (k < byStart.length && byStart[k]!.start < b.asked) maxBefore = Math.max(maxBefore, byStart[k++]!.token);
+    if (b.token <= maxBefore) tokenOrderViolations++;
+  }
+
+  // Unavailability: gaps between the union of critical sections, where the gap overlaps a fault window.
+  const windows = h.windows.length > 0 ? h.windows : [{ from: h.runFrom, to: h.runTo }];
+  let longest = 0;
+  // From the first critical section on: the workers' start-up is not a fault.
+  let lastEnd = sections[0]?.start ?? h.runFrom;
+  const consider = (from: number, to: number) => {
+    if (to <= from) return;
+    if (windows.some((w) => from < w.to && to > w.from)) longest = Math.max(longest, to - from);
+  };
   for (const s of sections) {
-    longestGap = Math.max(longestGap, s.start! - lastEnd);
-    lastEnd = Math.max(lastEnd, s.end!);
+    consider(lastEnd, s.start);
+    lastEnd = Math.max(lastEnd, s.end);
   }
+  consider(lastEnd, h.runTo);
+
   const failures: Record<string, number> = {};
-  for (const e of entries) if (e.fail) failures[e.fail] = (failures[e.fail] ?? 0) + 1;
+  let longestFailure = 0;
+  for (const f of h.failures) {
+    failures[f.fail] = (failures[f.fail] ?? 0) + 1;
+    longestFailure = Math.max(longestFailure, f.at - f.asked);
+  }
+
   return {
     acquisitions: sections.length,
     overlaps,
-    staleRejected: sections.filter((s) => s.store === 'stale').length,
+    overrunOverlaps,
+    longestOverrun: Math.round(longestOverrun),
+    overlapping: overlapping.size,
+    staleRejected,
     storeRegressions,
-    longestGap: Math.round(longestGap),
+    tokenCollisions,
+    tokenOrderViolations,
+    lostUpdates: acceptedWrites - h.counter,
+    longestUnavailability: Math.round(longest),
     failures,
+    longestFailure: Math.round(longestFailure),
   };
 }

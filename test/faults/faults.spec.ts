@@ -1,214 +1,681 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { check, type HistoryEntry, type Verdict } from './checker.js';
-import { LatencyProxy } from './latency-proxy.js';
+import { check, type Failure, type Section, type StoreEntry, type Verdict, type Window } from './checker.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 /**
- * Jepsen-style fault suite: worker processes take one lock over 5 real nodes
- * and write through a fenced store while a fault is injected; the checker
- * then looks for overlapping critical sections and store regressions.
+ * Fault-injection suite (`npm run test:faults`): WORKERS separate Node
+ * processes (worker.mjs, on the built library in dist/esm) take one lock over
+ * 5 real redis-server nodes and, inside it, do a fenced read-modify-write on a
+ * separate store node (fenced-store.mjs), while a fault is injected on a
+ * fixed schedule. checker.ts then looks for real-time overlaps of critical
+ * sections and for anything the fenced store accepted that it should not have.
+ *
+ * Lock nodes run with `persistence: true` (AOF, appendfsync always): "restart
+ * with data" keeps every acknowledged key; "restart empty" wipes the data dir.
  */
 const here = dirname(fileURLToPath(import.meta.url));
 const WORKER = join(here, 'worker.mjs');
+const BUILT = join(here, '..', '..', 'dist', 'esm', 'index.js');
+const WORKERS = 4;
 const TTL = 500;
-const DURATION = 4000;
-const FAULT_AT = 1000;
+const HOLD = { holdMin: 5, holdMax: 20 };
+/** Client options of every worker (a scenario may add to them). */
+const REDLOCK = { retryDelay: 20, retryJitter: 20 };
+/** Per-call options: retry for up to 2 s, then report the error. */
+const ACQUIRE = { retryCount: 100_000, acquireTimeout: 2000 };
 
-let fleet: RedisFleet; // 5 lock nodes with AOF + appendfsync always
-let store: RedisFleet; // the protected resource's own Redis
+// ============================================================================
+// RESTART GUARD: scenario 3c runs scenario 3b again with the library's
+// `restartGuard` option set to this many ms (at least the ttl: a restarted
+// node's vote is not counted until every lock it may have lost has expired).
+// Set FAULTS_RESTART_GUARD=0 to run 3c unguarded, or change the value here.
+// ============================================================================
+const RESTART_GUARD_MS = Number(process.env.FAULTS_RESTART_GUARD ?? 2 * TTL);
+
+const now = () => performance.timeOrigin + performance.now();
 const dir = mkdtempSync(join(tmpdir(), 'redlock-faults-'));
-const children = new Set<ChildProcess>();
-const rows: (Verdict & { fault: string; trials: number })[] = [];
+
+let fleet: RedisFleet; // the 5 lock nodes
+let storeNode: RedisFleet; // the fenced store's own redis-server, not a lock node
+let storeClient: Redis;
+const children = new Map<number, ChildProcess>();
+const proxies: TcpProxy[] = [];
+
+interface Row {
+  fault: string;
+  trials: number;
+  verdict: Verdict;
+  notes: string[];
+}
+const rows: Row[] = [];
+
+// ----------------------------------------------------------------------------
+// Workers
+// ----------------------------------------------------------------------------
+
+interface Worker {
+  readonly id: number;
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  /** Resolves with the worker's next message of this type (undefined after `timeoutMs`). */
+  next(type: string, timeoutMs: number): Promise<Record<string, unknown> | undefined>;
+  /** Drops the unread messages of this type. */
+  drop(type: string): void;
+  send(message: object): void;
+}
+
+function spawnWorker(id: number, config: object): Worker {
+  const child = spawn(process.execPath, [WORKER, JSON.stringify({ id, ...config })], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.set(child.pid!, child);
+  const waiters = new Map<string, ((m: Record<string, unknown> | undefined) => void)[]>();
+  const backlog: Record<string, unknown>[] = [];
+  child.on('message', (m: Record<string, unknown>) => {
+    const queue = waiters.get(m.type as string);
+    if (queue?.length) queue.shift()!(m);
+    else backlog.push(m);
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => {
+      children.delete(child.pid!);
+      resolve(code ?? (signal ? -1 : null));
+    }),
+  );
+  return {
+    id,
+    child,
+    exited,
+    send: (message) => {
+      if (child.connected) child.send(message);
+    },
+    drop: (type) => {
+      for (let i = backlog.length - 1; i >= 0; i--) if (backlog[i]!.type === type) backlog.splice(i, 1);
+    },
+    next: (type, timeoutMs) => {
+      const i = backlog.findIndex((m) => m.type === type);
+      if (i >= 0) return Promise.resolve(backlog.splice(i, 1)[0]);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          const queue = waiters.get(type) ?? [];
+          queue.splice(queue.indexOf(done), 1);
+          resolve(undefined);
+        }, timeoutMs);
+        const done = (m: Record<string, unknown> | undefined) => {
+          clearTimeout(timer);
+          resolve(m);
+        };
+        waiters.set(type, [...(waiters.get(type) ?? []), done]);
+      });
+    },
+  };
+}
+
+/** SIGKILL every worker still alive, by the PIDs we started (a stopped process dies too). */
+function killWorkers(): void {
+  for (const [pid, child] of children) {
+    try {
+      if (child.exitCode === null && child.signalCode === null) process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  children.clear();
+}
+process.on('exit', killWorkers);
+
+// ----------------------------------------------------------------------------
+// Scenarios
+// ----------------------------------------------------------------------------
+
+interface Context {
+  readonly workers: readonly Worker[];
+  /** Sleeps until `ms` after the workers were told to run. */
+  at(ms: number): Promise<void>;
+  /** Marks a fault active from now; call the result when it is over. Counts one trial. */
+  begin(): () => void;
+  note(text: string): void;
+}
 
 interface Scenario {
+  durationMs: number;
   workers?: number;
-  nodesFor?: (worker: number) => string[];
+  nodesFor?: (id: number) => string[];
   redlock?: Record<string, unknown>;
-  /** Worker ids that stop inside the critical section until told to go on. */
-  askBeforeWrite?: (worker: number) => boolean;
-  onInside?: (child: ChildProcess, worker: number) => void;
-  inject?: () => Promise<void>;
+  schedule?: (ctx: Context) => Promise<void>;
 }
 
-async function run(fault: string, scenario: Scenario): Promise<Verdict & { entries: HistoryEntry[] }> {
-  const history = join(dir, `${fault.replace(/\W+/g, '-')}.jsonl`);
-  writeFileSync(history, '');
-  const count = scenario.workers ?? 4;
-  const exits: Promise<unknown>[] = [];
-  for (let id = 0; id < count; id++) {
-    const config = {
-      id,
-      nodes: scenario.nodesFor?.(id) ?? fleet.urls,
-      storeUrl: store.urls[0],
-      resource: 'shared',
-      ttl: TTL,
-      hold: 5 + Math.floor(Math.random() * 10),
-      durationMs: DURATION,
-      history,
-      askBeforeWrite: scenario.askBeforeWrite?.(id) ?? false,
-      redlock: { retryDelay: 20, retryJitter: 20, ...scenario.redlock },
-    };
-    const child = spawn(process.execPath, [WORKER, JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    children.add(child);
-    child.on('message', (m: { inside?: number }) => {
-      if (m.inside === undefined) return;
-      if (scenario.onInside) scenario.onInside(child, id);
-      else child.send('go');
-    });
-    exits.push(new Promise((resolve) => child.on('exit', () => (children.delete(child), resolve(undefined)))));
-  }
-  await sleep(FAULT_AT);
-  await scenario.inject?.();
-  await Promise.all(exits);
-  const entries = readFileSync(history, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as HistoryEntry);
-  const verdict = check(entries);
-  rows.push({ fault, trials: count, ...verdict });
-  return { ...verdict, entries };
+interface Outcome {
+  verdict: Verdict;
+  sections: Section[];
+  failures: Failure[];
+  windows: Window[];
+  woke: Record<string, unknown>[];
+  exitCodes: (number | null | 'timeout')[];
+  /** The row's notes (a test may add to them). */
+  notes: string[];
 }
+
+let scenarioCount = 0;
+
+async function run(fault: string, scenario: Scenario): Promise<Outcome> {
+  const n = ++scenarioCount;
+  const count = scenario.workers ?? WORKERS;
+  const storePrefix = `faults:${n}:`;
+  const histories = Array.from({ length: count }, (_, id) => join(dir, `s${n}-w${id}.jsonl`));
+  const workers = histories.map((history, id) => {
+    writeFileSync(history, '');
+    return spawnWorker(id, {
+      nodes: scenario.nodesFor?.(id) ?? fleet.urls,
+      storeUrl: storeNode.urls[0],
+      storePrefix,
+      resource: `faults-${n}`,
+      ttl: TTL,
+      ...HOLD,
+      history,
+      redlock: { ...REDLOCK, ...scenario.redlock },
+      acquire: ACQUIRE,
+      maxRunMs: scenario.durationMs + 30_000,
+    });
+  });
+  // Generous: on a loaded 2-core machine, 4 Node processes loading the library can take seconds.
+  const ready = await Promise.all(workers.map((w) => w.next('ready', 30_000)));
+  if (ready.some((m) => !m)) throw new Error(`${fault}: a worker did not start within 30 s`);
+
+  const windows: { from: number; to: number }[] = [];
+  const notes: string[] = [];
+  const woke: Record<string, unknown>[] = [];
+  for (const w of workers) {
+    w.child.on('message', (m: Record<string, unknown>) => {
+      if (m.type === 'woke') woke.push({ w: w.id, ...m });
+    });
+  }
+  const runFrom = now();
+  for (const w of workers) w.send({ type: 'run' });
+  const ctx: Context = {
+    workers,
+    at: async (ms) => {
+      const wait = runFrom + ms - now();
+      if (wait > 0) await sleep(wait);
+    },
+    begin: () => {
+      const window: { from: number; to: number } = { from: now(), to: Infinity };
+      windows.push(window);
+      return () => void (window.to = now());
+    },
+    note: (text) => void notes.push(text),
+  };
+  try {
+    await scenario.schedule?.(ctx);
+    await ctx.at(scenario.durationMs);
+  } finally {
+    for (const w of workers) w.send({ type: 'stop' });
+  }
+  const runTo = now();
+  for (const window of windows) if (window.to === Infinity) window.to = runTo;
+  const exitCodes = await Promise.all(workers.map((w) => within(w.exited, 10_000)));
+  killWorkers();
+
+  const sections: Section[] = [];
+  const failures: Failure[] = [];
+  const stalled: string[] = [];
+  const guardChecks: number[] = []; // excludedFor of each node-restarted event (restart guard on)
+  for (const history of histories) {
+    for (const line of readFileSync(history, 'utf8').split('\n')) {
+      if (!line) continue;
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.fail !== undefined) failures.push(entry as unknown as Failure);
+      else if (entry.start !== undefined) sections.push(entry as unknown as Section);
+      if (entry.event === 'node-restarted') guardChecks.push(entry.excludedFor as number);
+      const summary = entry.summary as { stalled?: number[] } | undefined;
+      if (summary?.stalled?.length) stalled.push(`w${entry.w as number}:n${summary.stalled.join('+n')}`);
+    }
+  }
+  const store: StoreEntry[] = (await storeClient.lrange(`${storePrefix}log`, 0, -1)).map((line) => {
+    const [seq, token, who, op, outcome] = line.split(' ');
+    return { seq: Number(seq), token: Number(token), who: who!, op: op!, ok: outcome === 'ok' };
+  });
+  const counter = Number((await storeClient.get(`${storePrefix}data:counter`)) ?? 0);
+  const verdict = check({ sections, failures, store, counter, windows, runFrom, runTo });
+
+  if (verdict.overrunOverlaps > 0) {
+    notes.push(
+      `${verdict.overrunOverlaps} of the overlaps began after the earlier holder's validity had ended ` +
+        `(it overran its lock by up to ${verdict.longestOverrun} ms)`,
+    );
+  }
+  if (guardChecks.length > 0) {
+    const short = guardChecks.filter((ms) => ms < TTL).length;
+    notes.push(`restart guard: ${guardChecks.length} restarts noticed, excluded for less than the ttl in ${short} (${guardChecks.join(',')} ms)`);
+  }
+  const codes = Object.entries(verdict.failures).map(([code, k]) => `${k} ${code}`);
+  if (codes.length > 0) {
+    // The nodes' answers to the last failed attempt say why (for a failure nobody expected).
+    const last = failures.at(-1)!;
+    notes.push(`failed acquires: ${codes.join(', ')} (longest ${verdict.longestFailure} ms; last: ${last.nodes?.join(' ') ?? '?'})`);
+  }
+  if (verdict.tokenOrderViolations > 0) notes.push(`${verdict.tokenOrderViolations} token-order violations`);
+  if (verdict.lostUpdates !== 0) notes.push(`${verdict.lostUpdates} lost updates`);
+  const errors = sections.filter((s) => s.store.startsWith('error')).length;
+  if (errors > 0) notes.push(`${errors} store errors`);
+  if (exitCodes.some((c) => c !== 0)) notes.push(`worker exits: ${exitCodes.join(',')}`);
+  // Nodes a worker's client still counted as hung when it stopped, all faults healed (see scenario 8).
+  if (stalled.length > 0) notes.push(`nodes still 'stalled' at the end: ${stalled.join(' ')}`);
+  rows.push({ fault, trials: windows.length, verdict, notes });
+  if (process.env.FAULTS_DEBUG) process.stdout.write(`${fault} (s${n}): ${JSON.stringify({ verdict, runFrom, windows })}\n`);
+  return { verdict, sections, failures, windows, woke, exitCodes, notes };
+}
+
+/** `promise`'s value, or 'timeout' after `ms` (the timer is cleared either way). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<'timeout'>((resolve) => (timer = setTimeout(resolve, ms, 'timeout')))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * What every scenario but 4 (a paused holder) and 7 (the broken configuration)
+ * must keep: no overlap in real time. The one kind tolerated is a holder that
+ * overran its own lock (it was still in its section after the validity the
+ * library gave it had ended, and the next holder came after that): on a
+ * machine loaded enough to starve a process for ~ttl, that is scenario 4
+ * happening by itself, not a second grant of a valid lock. It is counted in
+ * the notes, and the fenced store must still refuse its late writes.
+ */
+function expectSafe(o: Outcome): void {
+  const v = o.verdict;
+  expect(o.exitCodes).toEqual(o.exitCodes.map(() => 0));
+  expect(v.acquisitions).toBeGreaterThan(20);
+  expect(v.overlaps - v.overrunOverlaps).toBe(0);
+  if (process.env.FAULTS_STRICT) expect(v.overlaps).toBe(0);
+  expectFencedStoreSafe(o);
+}
+
+/** The fenced store accepted nothing it should have refused, whatever the lock did. */
+function expectFencedStoreSafe(o: Outcome): void {
+  const v = o.verdict;
+  expect(v.storeRegressions).toBe(0);
+  expect(v.tokenCollisions).toBe(0);
+  expect(v.tokenOrderViolations).toBe(0);
+  expect(v.lostUpdates).toBe(0);
+  expect(o.sections.filter((s) => s.store.startsWith('error'))).toEqual([]);
+}
+
+/**
+ * Asks `worker` to stop in its next critical section, between its fenced read
+ * and write; resolves with its `inside` message ({ token, validity, at }), or
+ * undefined (and the request withdrawn) if it did not get the lock in time.
+ */
+async function holdInside(worker: Worker, timeoutMs = 3000): Promise<{ token: number; validity: number; at: number } | undefined> {
+  worker.drop('inside');
+  worker.send({ type: 'arm' });
+  const inside = await worker.next('inside', timeoutMs);
+  if (!inside) worker.send({ type: 'disarm' });
+  return inside as { token: number; validity: number; at: number } | undefined;
+}
+
+/**
+ * Waits until `lead` ms before a wall-clock second boundary. A node started
+ * just before the boundary reports `uptime_in_seconds:1` a few ms later
+ * (Redis subtracts whole-second timestamps), the worst case for anything that
+ * trusts that uptime.
+ */
+async function beforeSecondBoundary(lead: number): Promise<void> {
+  const into = Date.now() % 1000;
+  const target = (((1000 - lead) % 1000) + 1000) % 1000;
+  await sleep((target - into + 1000) % 1000);
+}
+
+const sleepUntil = async (t: number) => {
+  const wait = t - now();
+  if (wait > 0) await sleep(wait);
+};
 
 beforeAll(async () => {
-  [fleet, store] = await Promise.all([startFleet(5, { persistence: true }), startFleet(1)]);
+  if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run \`npm run build\` first (npm run test:faults does)`);
+  [fleet, storeNode] = await Promise.all([startFleet(5, { persistence: true }), startFleet(1)]);
+  storeClient = new Redis(storeNode.urls[0]!);
 });
 
 afterEach(async () => {
-  for (const child of children) child.kill('SIGKILL');
-  for (let i = 0; i < 5; i++) {
+  killWorkers();
+  await Promise.all(proxies.splice(0).map((p) => p.stop()));
+  for (let i = 0; i < fleet.size; i++) {
     if (fleet.nodes[i]!.paused) await fleet.resume(i);
     if (!fleet.nodes[i]!.running) await fleet.restart(i, { keepData: true });
   }
 });
 
 afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
-  await Promise.all([fleet?.stop(), store?.stop()]);
-  if (!process.env.FAULTS_DEBUG) rmSync(dir, { recursive: true, force: true });
-  else process.stdout.write(`histories kept in ${dir}\n`);
-  const header = ['fault', 'trials', 'acquisitions', 'overlaps', 'stale writes rejected', 'longest unavailability (ms)'];
-  const lines = rows.map((r) => [r.fault, r.trials, r.acquisitions, r.overlaps, r.staleRejected, r.longestGap].map(String));
+  killWorkers();
+  await Promise.all(proxies.splice(0).map((p) => p.stop()));
+  storeClient?.disconnect();
+  await Promise.all([fleet?.stop(), storeNode?.stop()]);
+  if (process.env.FAULTS_DEBUG) process.stdout.write(`histories kept in ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
+  printTable();
+});
+
+function printTable(): void {
+  const header = [
+    'fault',
+    'trials',
+    'acquisitions',
+    'overlaps found',
+    'stale writes rejected',
+    'longest unavailability (ms)',
+    'regressions accepted',
+    'notes',
+  ];
+  const lines = rows.map((r) =>
+    [
+      r.fault,
+      r.trials,
+      r.verdict.acquisitions,
+      r.verdict.overlaps,
+      r.verdict.staleRejected,
+      r.verdict.longestUnavailability,
+      r.verdict.storeRegressions + r.verdict.tokenCollisions,
+      r.notes.join('; '),
+    ].map(String),
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   process.stdout.write(
-    `\nFault suite (${new Date().toISOString()}, ${rows[0]?.trials ?? 0} worker processes, ttl ${TTL} ms, ${DURATION} ms per fault)\n` +
+    `\nFault suite: ${WORKERS} worker processes, 5 lock nodes, ttl ${TTL} ms, hold ${HOLD.holdMin}-${HOLD.holdMax} ms ` +
+      `(trials = fault injections; overlaps = pairs of critical sections overlapping in real time; ` +
+      `regressions accepted = store accesses with a lower or another holder's equal token that the store accepted)\n` +
       [fmt(header), fmt(widths.map((w) => '-'.repeat(w))), ...lines.map(fmt)].join('\n') +
-      '\n',
+      '\n\n',
   );
-});
-
-/** The guarantees every scenario but the two below must keep. */
-function expectSafe(v: Verdict) {
-  expect(v.acquisitions).toBeGreaterThan(10);
-  expect(v.overlaps).toBe(0);
-  expect(v.storeRegressions).toBe(0);
 }
 
+// ----------------------------------------------------------------------------
+
 describe('fault suite', () => {
-  it('no fault', async () => {
-    expectSafe(await run('none', {}));
+  it('0. no fault (baseline)', async () => {
+    expectSafe(await run('0. none', { durationMs: 2500 }));
   });
 
-  it('a minority killed with -9 and restarted with its data', async () => {
-    expectSafe(
-      await run('2 of 5 killed -9, restarted (AOF always)', {
-        inject: async () => {
-          await Promise.all([fleet.kill(3), fleet.kill(4)]);
+  it('1. a minority (2 of 5) killed -9, restarted with its data (AOF always)', async () => {
+    const pairs = [
+      [3, 4],
+      [0, 2],
+      [1, 4],
+    ];
+    const o = await run('1. 2 of 5 kill -9, 600 ms, restart with data', {
+      durationMs: 4500,
+      schedule: async (ctx) => {
+        for (const [k, pair] of pairs.entries()) {
+          await ctx.at(700 + k * 1300);
+          const end = ctx.begin();
+          await Promise.all(pair.map((i) => fleet.kill(i)));
+          await sleep(600);
+          await Promise.all(pair.map((i) => fleet.restart(i, { keepData: true })));
+          end();
+        }
+      },
+    });
+    expectSafe(o);
+  });
+
+  it('2. a minority (2 of 5) paused with SIGSTOP far longer than the per-node timeout, then resumed', async () => {
+    const pairs = [
+      [3, 4],
+      [0, 1],
+    ];
+    const o = await run('2. 2 of 5 SIGSTOP 1 s (node timeout 50 ms)', {
+      durationMs: 4500,
+      schedule: async (ctx) => {
+        for (const [k, pair] of pairs.entries()) {
+          await ctx.at(700 + k * 1800);
+          const end = ctx.begin();
+          await Promise.all(pair.map((i) => fleet.pause(i)));
           await sleep(1000);
-          await Promise.all([fleet.restart(3, { keepData: true }), fleet.restart(4, { keepData: true })]);
-        },
-      }),
-    );
-  });
-
-  it('a minority paused longer than the per-node timeout', async () => {
-    expectSafe(
-      await run('2 of 5 paused (SIGSTOP) 1.5 s', {
-        inject: async () => {
-          await Promise.all([fleet.pause(3), fleet.pause(4)]);
-          await sleep(1500);
-          await Promise.all([fleet.resume(3), fleet.resume(4)]);
-        },
-      }),
-    );
-  });
-
-  it('a node restarted without its data inside the ttl, with the restart guard', async () => {
-    expectSafe(
-      await run('1 restarted empty, restartGuard on', {
-        redlock: { restartGuard: 2 * TTL },
-        inject: async () => {
-          await fleet.kill(0);
-          await fleet.restart(0, { keepData: false });
-        },
-      }),
-    );
-  });
-
-  it('a node restarted without its data, no guard: the fencing token keeps the store safe', async () => {
-    const v = await run('1 restarted empty, no guard', {
-      inject: async () => {
-        await fleet.kill(0);
-        await fleet.restart(0, { keepData: false });
+          await Promise.all(pair.map((i) => fleet.resume(i)));
+          end();
+        }
       },
     });
-    expect(v.storeRegressions).toBe(0);
+    expectSafe(o);
   });
 
-  it('a holder paused past its ttl: the store rejects its write, its signal fires', async () => {
-    let paused = false;
-    const v = await run('holder paused (SIGSTOP) 2 x ttl', {
-      askBeforeWrite: (id) => id === 0,
-      onInside: (child) => {
-        if (paused) return void child.send('go');
-        paused = true;
-        child.kill('SIGSTOP');
-        setTimeout(() => {
-          child.kill('SIGCONT');
-          child.send('go');
-        }, 2 * TTL);
+  /**
+   * 2b, not in the original list: a HUNG node that is then killed and restarted
+   * (what a supervisor does to a stuck server). While it is stopped, rounds
+   * time out on it and every client marks it stalled with commands in flight;
+   * the kill closes those connections. Later two other nodes hang for 1 s, so
+   * a quorum needs the restarted node: every worker must still get the lock.
+   * The trap: with `autoResendUnfulfilledCommands: false`, ioredis forgets the
+   * commands that were in flight when the connection closed without ever
+   * settling them, so a count of unanswered commands never drains.
+   */
+  it('2b. a hung node killed -9 and restarted is used again (later it is needed for a quorum)', async () => {
+    let phase2 = { from: 0, to: 0 };
+    const o = await run('2b. 1 of 5 SIGSTOP 600 ms, kill -9, restart with data; then 2 others SIGSTOP 1 s', {
+      durationMs: 4200,
+      schedule: async (ctx) => {
+        await ctx.at(700);
+        let end = ctx.begin();
+        await fleet.pause(4);
+        await sleep(600);
+        await fleet.kill(4);
+        await fleet.restart(4, { keepData: true });
+        end();
+        await ctx.at(2500); // node 4 has been back for more than a second: every client reconnected
+        end = ctx.begin();
+        phase2 = { from: now(), to: 0 };
+        await Promise.all([0, 1].map((i) => fleet.pause(i)));
+        await sleep(1000);
+        await Promise.all([0, 1].map((i) => fleet.resume(i)));
+        phase2.to = now();
+        end();
       },
     });
-    // Mutual exclusion in real time breaks, as the Redlock critique predicts; the store does not.
-    expect(v.staleRejected).toBeGreaterThanOrEqual(1);
-    expect(v.storeRegressions).toBe(0);
-    // The paused holder's own section: its write was refused and its signal had fired.
-    const stale = v.entries.filter((e) => e.w === 0 && e.store === 'stale');
-    expect(stale.length).toBeGreaterThanOrEqual(1);
-    expect(stale.every((e) => e.signalled)).toBe(true);
+    const during = Array.from({ length: WORKERS }, (_, id) =>
+      o.sections.filter((s) => s.w === id && s.start > phase2.from && s.start < phase2.to).length,
+    );
+    o.notes.unshift(`locks per worker while nodes 0+1 hung (needs node 4): ${during.join('/')}`);
+    expectSafe(o);
+    for (const k of during) expect(k).toBeGreaterThan(0);
   });
 
-  it('added latency on the path to two nodes', async () => {
-    const proxies = await Promise.all([3, 4].map((i) => LatencyProxy.start(fleet.nodes[i]!.port, 30, 80)));
-    try {
-      const urls = fleet.urls.map((u, i) => (i >= 3 ? `redis://127.0.0.1:${proxies[i - 3]!.port}` : u));
-      expectSafe(await run('2 of 5 behind a 30-80 ms proxy', { nodesFor: () => urls }));
-    } finally {
-      await Promise.all(proxies.map((p) => p.stop()));
+  describe('3. a node restarted WITHOUT its data inside the ttl', () => {
+    it('3a. every worker reaches every node: no guard', async () => {
+      const o = await run('3a. 1 of 5 kill -9 + empty restart, no guard', {
+        durationMs: 4300,
+        schedule: async (ctx) => {
+          for (const k of [0, 1, 2]) {
+            await ctx.at(700 + k * 1200);
+            const end = ctx.begin();
+            await fleet.kill(k);
+            await fleet.restart(k, { keepData: false });
+            end();
+          }
+        },
+      });
+      // Every holder has its key on all 5 nodes here, so losing one node's keys
+      // leaves 4: no second quorum. Recorded, and asserted like the others.
+      expectSafe(o);
+    });
+
+    /**
+     * The hazard made deterministic with an asymmetric partition: worker 0
+     * reaches only nodes {0,1,2}, worker 1 only {0,3,4} (the other paths are
+     * blackholed), workers 2-3 reach all five. Worker 0 is kept inside its
+     * section (between its fenced read and write, until 120 ms before its
+     * validity ends) while node 0, the only node both majorities share, is
+     * killed and restarted empty: {0,3,4} is then a quorum for anyone else.
+     */
+    async function asymmetric(fault: string, restartGuard: number): Promise<Outcome> {
+      const cut = await Promise.all([0, 1, 2, 3, 4].map(() => TcpProxy.blackhole()));
+      proxies.push(...cut);
+      let restartMs = 40;
+      const path = (i: number, reachable: boolean) => (reachable ? fleet.urls[i]! : `redis://127.0.0.1:${cut[i]!.port}`);
+      return run(fault, {
+        durationMs: 4800,
+        nodesFor: (id) =>
+          id === 0 ? [0, 1, 2, 3, 4].map((i) => path(i, i <= 2)) : id === 1 ? [0, 1, 2, 3, 4].map((i) => path(i, i === 0 || i >= 3)) : fleet.urls,
+        redlock: restartGuard > 0 ? { restartGuard } : {},
+        schedule: async (ctx) => {
+          for (const t of [800, 2200, 3600]) {
+            await ctx.at(t);
+            const inside = await holdInside(ctx.workers[0]!);
+            if (!inside) {
+              ctx.note(`worker 0 did not get the lock at ${t} ms`);
+              continue;
+            }
+            // Restarted so that it is up again ~30 ms before a wall-clock second ends (the
+            // restart took `restartMs` last time): the worst case for an uptime-based guard.
+            await beforeSecondBoundary(restartMs + 30);
+            const end = ctx.begin();
+            const restartFrom = performance.now();
+            await fleet.kill(0);
+            await fleet.restart(0, { keepData: false });
+            restartMs = Math.round(performance.now() - restartFrom);
+            // Kept inside until shortly before its validity ends: still a valid holder when it writes.
+            await sleepUntil(inside.at + inside.validity - 120);
+            ctx.workers[0]!.send({ type: 'go' });
+            end();
+          }
+        },
+      });
     }
+
+    it('3b. asymmetric partition, holder inside its ttl: no guard (fencing must catch what the lock lets through)', async () => {
+      const o = await asymmetric('3b. 3a + asymmetric partition, holder kept ~400 ms, no guard', 0);
+      const held = o.sections.filter((s) => s.held);
+      const rejected = held.filter((s) => s.store === 'stale').length;
+      o.notes.unshift(
+        `holder kept inside ${held.length}x: its write rejected ${rejected}x, still valid at wake ${held.filter((s) => s.held!.heldOnWake).length}x`,
+      );
+      // Whatever the lock did, the store accepted nothing stale; if exclusion broke, the
+      // held worker's write is the one it refused.
+      expect(o.exitCodes).toEqual(o.exitCodes.map(() => 0));
+      expectFencedStoreSafe(o);
+      if (o.verdict.overlaps > 0) expect(o.verdict.staleRejected).toBeGreaterThan(0);
+    });
+
+    it(`3c. same with the restart guard on (restartGuard: ${RESTART_GUARD_MS} ms)`, async () => {
+      const o = await asymmetric(`3c. 3b with restartGuard ${RESTART_GUARD_MS} ms`, RESTART_GUARD_MS);
+      const held = o.sections.filter((s) => s.held);
+      o.notes.unshift(`holder kept inside ${held.length}x: its write ${held.map((s) => s.store).join('/')}`);
+      expect(held.length).toBeGreaterThan(0);
+      if (RESTART_GUARD_MS >= TTL) expectSafe(o);
+      else expectFencedStoreSafe(o);
+    });
   });
 
-  it('a majority down: quorum errors within bounded time, then locks work again', async () => {
-    const v = await run('3 of 5 down 1.5 s', {
-      inject: async () => {
-        await Promise.all([0, 1, 2].map((i) => fleet.kill(i)));
-        await sleep(1500);
-        await Promise.all([0, 1, 2].map((i) => fleet.restart(i, { keepData: true })));
+  it('4. a holder PROCESS paused (SIGSTOP) for 2 x ttl inside its critical section', async () => {
+    const o = await run('4. holder process SIGSTOP 2 x ttl', {
+      durationMs: 4500,
+      schedule: async (ctx) => {
+        for (const t of [800, 2600]) {
+          await ctx.at(t);
+          const holder = ctx.workers[0]!;
+          const inside = await holdInside(holder);
+          if (!inside) {
+            ctx.note(`worker 0 did not get the lock at ${t} ms`);
+            continue;
+          }
+          const end = ctx.begin();
+          process.kill(holder.child.pid!, 'SIGSTOP');
+          await sleep(2 * TTL);
+          holder.send({ type: 'go' }); // queued: the first thing it sees on waking
+          process.kill(holder.child.pid!, 'SIGCONT');
+          end();
+        }
       },
     });
-    expectSafe(v);
-    expect(v.failures.QUORUM_UNREACHABLE).toBeGreaterThan(0);
-    expect(v.longestGap).toBeLessThan(1500 + 2000);
+    const held = o.sections.filter((s) => s.held);
+    const fired = held.filter((s) => s.held!.abortedAfterWrite).length;
+    o.notes.unshift(
+      `paused holder: write rejected ${held.filter((s) => s.store === 'stale').length}/${held.length}, ` +
+        `signal fired ${fired}/${held.length} (already aborted at wake ${held.filter((s) => s.held!.abortedOnWake).length}/${held.length}), ` +
+        `overlapping sections ${o.verdict.overlapping}`,
+    );
+    // Real-time overlap is expected here (the Redlock critique's pause): reported, not failed on,
+    // as long as every overlap is the paused holder overrunning its lock.
+    expect(o.exitCodes).toEqual(o.exitCodes.map(() => 0));
+    expect(o.verdict.overlaps - o.verdict.overrunOverlaps).toBe(0);
+    expect(held).toHaveLength(2);
+    for (const s of held) {
+      expect(s.held!.heldOnWake).toBe(false); // its validity had run out while it was stopped
+      expect(s.held!.abortedAfterWrite).toBe(true); // and its signal fired
+      expect(s.store).toBe('stale'); // the fenced store refused the stale write
+    }
+    expect(o.woke).toHaveLength(2);
+    expectFencedStoreSafe(o);
   });
 
-  it('catches a broken configuration: each worker alone on its own node (quorum 1 of 1)', async () => {
-    const v = await run('BROKEN: quorum 1, partitioned', { nodesFor: (id) => [fleet.urls[id]!] });
-    expect(v.overlaps).toBeGreaterThan(0);
+  it('5. 30-80 ms added per direction on the path to 2 of 5 nodes (TCP proxy)', async () => {
+    const slow = await Promise.all([3, 4].map((i) => TcpProxy.latency(fleet.nodes[i]!.port, 30, 80)));
+    proxies.push(...slow);
+    const urls = fleet.urls.map((url, i) => (i >= 3 ? `redis://127.0.0.1:${slow[i - 3]!.port}` : url));
+    const o = await run('5. 2 of 5 behind a 30-80 ms/direction proxy (node timeout 200 ms)', {
+      durationMs: 4000,
+      nodesFor: () => urls,
+      // A per-node timeout the slow nodes can meet, so that they take part in split votes.
+      redlock: { nodeTimeout: 200 },
+      schedule: async (ctx) => void ctx.begin(), // active for the whole run
+    });
+    expectSafe(o);
+  });
+
+  it('6. a majority (3 of 5) killed: QUORUM_UNREACHABLE within bounded time, then locks work again in the same processes', async () => {
+    const outages = [
+      { at: 700, nodes: [0, 1, 2], down: 1200 },
+      { at: 3000, nodes: [2, 3, 4], down: 800 },
+    ];
+    const restarted: number[] = [];
+    const o = await run('6. 3 of 5 kill -9, 1.2 s then 0.8 s, restart with data', {
+      // ioredis backs off up to 2 s between reconnects: leave more than that after the last restart.
+      durationMs: 6500,
+      schedule: async (ctx) => {
+        for (const outage of outages) {
+          await ctx.at(outage.at);
+          const end = ctx.begin();
+          await Promise.all(outage.nodes.map((i) => fleet.kill(i)));
+          await sleep(outage.down);
+          await Promise.all(outage.nodes.map((i) => fleet.restart(i, { keepData: true })));
+          end();
+          restarted.push(now());
+        }
+      },
+    });
+    // How long after each restart every worker had locked again.
+    const recovery = restarted.map((t) =>
+      Math.max(...Array.from({ length: WORKERS }, (_, id) => (o.sections.find((s) => s.w === id && s.start > t)?.start ?? Infinity) - t)),
+    );
+    o.notes.unshift(`every worker locked again ${recovery.map((ms) => (ms === Infinity ? 'never' : `${Math.round(ms)} ms`)).join(' / ')} after the restarts`);
+    expectSafe(o);
+    expect(o.verdict.failures.QUORUM_UNREACHABLE ?? 0).toBeGreaterThan(0);
+    // Every acquire that gave up while a majority was down said so with QUORUM_UNREACHABLE.
+    const whileDown = o.failures.filter((f) => o.windows.some((w) => f.at >= w.from && f.at <= w.to));
+    expect([...new Set(whileDown.map((f) => f.fail))]).toEqual(['QUORUM_UNREACHABLE']);
+    // Bounded: no acquire call took longer than its 2 s acquireTimeout (plus scheduling slack).
+    expect(o.verdict.longestFailure).toBeLessThan(ACQUIRE.acquireTimeout + 500);
+    // Every worker process (the same ones, never restarted) locked again after each restart.
+    for (const ms of recovery) expect(ms).toBeLessThan(Infinity);
+  });
+
+  it('7. the checker has teeth: a broken configuration (each worker alone on its own node) is caught', async () => {
+    const o = await run('7. BROKEN: each worker a different single node (quorum 1 of 1)', {
+      durationMs: 2500,
+      nodesFor: (id) => [fleet.urls[id]!],
+      schedule: async (ctx) => void ctx.begin(), // broken for the whole run
+    });
+    expect(o.verdict.overlaps).toBeGreaterThan(0);
   });
 });
