@@ -1,9 +1,19 @@
-// One benchmark process: runs one scenario with one library's adapter and
-// prints its result as JSON on stdout.
+// One benchmark process: one library's adapter, one scenario. Forked by run.mjs
+// with an IPC channel: connects and warms up, sends { type: 'ready' }, waits for
+// { type: 'go' } (run.mjs may kill or pause nodes in between), measures, and sends
+// { type: 'result', result }. Exits when run.mjs goes away.
+import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { adapters } from './adapters/index.mjs';
 
 const { adapter, urls, scenario, params } = JSON.parse(process.argv[2]);
+process.on('disconnect', () => process.exit(2));
+// A library that leaves a rejection unhandled while a node is down must not end the run.
+process.on('unhandledRejection', () => undefined);
+
+const TTL = 10_000;
 const now = () => performance.timeOrigin + performance.now();
+const message = (error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, 200);
+
 /** The operation, or a 'deadline' error after `ms`; neither side is left unhandled. */
 function withDeadline(promise, ms) {
   let timer;
@@ -11,83 +21,174 @@ function withDeadline(promise, ms) {
   promise.catch(() => undefined);
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
-// A library that leaves a rejection unhandled while a node is down must not end the run.
-process.on('unhandledRejection', () => undefined);
-const percentile = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
-};
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
-const lib = await adapters[adapter](urls, { wait: scenario === 'contend' });
-await lib.ready();
-const tag = `${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
-const cycle = async (key) => {
-  const handle = await withDeadline(lib.acquire(key, 10_000), params.deadline ?? 5000);
-  await withDeadline(lib.release(handle), params.deadline ?? 5000);
-};
-let result;
+const lib = await adapters[adapter].create(urls, { wait: scenario === 'contend' });
+await withDeadline(lib.ready(), 10_000);
+const tag = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+const deadline = params.deadline ?? 5000;
 
-if (scenario === 'latency') {
-  for (let i = 0; i < Math.min(200, params.cycles); i++) await cycle(`w:${tag}:${i}`); // warm-up
-  const samples = [];
-  let timeouts = 0;
-  for (let i = 0; i < params.cycles && timeouts < 3; i++) {
-    const t = performance.now();
-    try {
-      await cycle(`l:${tag}:${i % 64}`);
-      samples.push((performance.now() - t) * 1000);
-    } catch {
-      timeouts++;
-    }
-  }
-  result = timeouts >= 3 ? { timeout: true } : { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), n: samples.length };
-} else if (scenario === 'throughput') {
-  for (let i = 0; i < 200; i++) await cycle(`w:${tag}:${i}`);
+// Callers yield to I/O after a failed cycle before the next one. A library whose
+// failure path involves no I/O (nest-redlock, when every node is marked stalled after
+// a round timed out) would otherwise spin in microtasks: the replies that end the
+// stall are never read, and every later cycle fails (seen with 64 callers under load).
+async function cycle(key) {
+  const handle = await withDeadline(lib.acquire(key, TTL), deadline);
+  await withDeadline(lib.release(handle), deadline);
+}
+/**
+ * Cycles over `concurrency` callers, each on its own keys (`keys` of them per
+ * caller), until `total` succeeded or `3 * total` were tried.
+ */
+async function cycles(total, concurrency, prefix, keys = 16) {
+  let started = 0;
   let done = 0;
   let failed = 0;
+  let firstError;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, c) => {
+      for (let i = 0; done + (started - done - failed) < total && started < 3 * total; i++) {
+        started++;
+        await cycle(`${prefix}:${tag}:${c}:${i % keys}`).then(
+          () => done++,
+          async (e) => {
+            failed++;
+            firstError ??= message(e);
+            await yieldToIo(); // see `cycle`
+          },
+        );
+      }
+    }),
+  );
+  return { done, failed, firstError };
+}
+/** Tells run.mjs this process is warm; resolves with run.mjs's go message. */
+function ready() {
+  return new Promise((resolve) => {
+    process.on('message', (m) => m.type === 'go' && resolve(m));
+    process.send({ type: 'ready' });
+  });
+}
+
+let result;
+if (scenario === 'probe') {
+  await cycle(`p:${tag}`);
+  result = { ok: true };
+} else if (scenario === 'latency') {
+  // Measured cycles reuse 64 keys that the warm-up locked already (a resource locked
+  // before, the usual case); with `newKeys`, every other cycle locks a resource never
+  // locked before. After a timed-out cycle (whose acquire may still land) the keys change.
+  let generation = 0;
+  const key = (i) => `l:${tag}:${generation}:${i % 64}`;
+  for (let i = 0; i < (params.warmup ?? 200); i++) await cycle(key(i)).catch(() => undefined);
+  await ready();
+  const reused = [];
+  const fresh = [];
+  let timeouts = 0;
+  let failed = 0;
+  let firstError;
+  const timed = async (k, into) => {
+    const t = performance.now();
+    try {
+      await cycle(k);
+      into.push((performance.now() - t) * 1000);
+    } catch (e) {
+      if (e.message === 'deadline') {
+        timeouts++;
+        generation++;
+      } else failed++;
+      firstError ??= message(e);
+      await yieldToIo(); // see `cycle`
+    }
+  };
+  for (let i = 0; i < params.cycles && timeouts < 3; i++) {
+    await timed(key(i), reused);
+    if (params.newKeys && timeouts < 3) await timed(`n:${tag}:${i}`, fresh);
+  }
+  reused.sort((a, b) => a - b);
+  fresh.sort((a, b) => a - b);
+  result =
+    timeouts >= 3 || reused.length === 0
+      ? { timeout: timeouts >= 3, error: firstError, ok: reused.length, failed }
+      : {
+          p50: percentile(reused, 0.5),
+          p99: percentile(reused, 0.99),
+          n: reused.length,
+          ...(fresh.length ? { newP50: percentile(fresh, 0.5), newP99: percentile(fresh, 0.99) } : {}),
+          failed,
+          timeouts,
+          firstError,
+        };
+} else if (scenario === 'throughput') {
+  await cycles(512, params.concurrency, 't', 4); // locks every key once: see 'latency'
+  await ready();
+  let done = 0;
+  let failed = 0;
+  let firstError;
+  const cpu = process.cpuUsage();
   const end = performance.now() + params.ms;
   await Promise.all(
     Array.from({ length: params.concurrency }, async (_, c) => {
       for (let i = 0; performance.now() < end; i++) {
         try {
-          await cycle(`t:${tag}:${c}:${i % 16}`);
+          await cycle(`t:${tag}:${c}:${i % 4}`);
           done++;
-        } catch {
+        } catch (e) {
           failed++;
+          firstError ??= message(e);
+          await yieldToIo(); // see `cycle`
         }
       }
     }),
   );
-  result = { perSecond: (done / params.ms) * 1000, failed };
+  const used = process.cpuUsage(cpu);
+  result = { perSecond: (done / params.ms) * 1000, done, cpuPerCycle: (used.user + used.system) / done, failed, firstError };
 } else if (scenario === 'contend') {
-  // Start together with the other processes, then take the one key in a loop.
-  while (now() < params.startAt) await new Promise((r) => setTimeout(r, 1));
-  const events = [];
-  while (now() < params.startAt + params.ms) {
+  await cycles(20, 1, 'w');
+  if (params.first) await cycle(params.key); // its fencing counter exists before the start, for whoever uses one
+  const { startAt, ms } = await ready();
+  const end = startAt + ms;
+  const events = []; // [asked, got, released, attempts]
+  const gaveUp = []; // [asked, at, error]
+  let releaseErrors = 0;
+  await sleep(Math.max(0, startAt - now()));
+  while (now() < end) {
     const asked = now();
     let handle;
     try {
-      handle = await withDeadline(lib.acquire('contended', 10_000), 15_000);
-    } catch {
+      // Waits past the window are measured up to `grace` ms after it.
+      handle = await withDeadline(lib.acquire(params.key, TTL), Math.max(1, end + params.grace - asked));
+    } catch (e) {
+      gaveUp.push([asked, now(), e.message === 'deadline' ? 'still waiting' : message(e)]);
+      if (e.message === 'deadline') break; // the acquire goes on in the background: stop here
       continue;
     }
     const got = now();
-    await new Promise((r) => setTimeout(r, params.hold));
+    await sleep(params.hold);
     const released = now();
-    await lib.release(handle).catch(() => undefined);
-    events.push([asked, got, released]);
+    await withDeadline(lib.release(handle), 5000).catch(() => releaseErrors++);
+    events.push([asked, got, released, lib.attempts?.(handle)]);
   }
-  result = { events };
+  result = { events, gaveUp, releaseErrors };
 } else if (scenario === 'memory') {
-  for (let i = 0; i < 1000; i++) await cycle(`m:${tag}:${i % 64}`);
-  global.gc();
+  await cycles(1000, params.concurrency, 'm', 4);
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) {
+      global.gc();
+      await sleep(50);
+    }
+  };
+  await settle();
   const before = process.memoryUsage();
-  for (let i = 0; i < params.cycles; i++) await cycle(`m:${tag}:${i % 64}`);
-  global.gc();
+  const t = performance.now();
+  const { done, failed, firstError } = await cycles(params.cycles, params.concurrency, 'm', 4);
+  const seconds = (performance.now() - t) / 1000;
+  await settle();
   const after = process.memoryUsage();
-  result = { heapDelta: after.heapUsed - before.heapUsed, heapUsed: after.heapUsed, rss: after.rss };
+  result = { heapDelta: after.heapUsed - before.heapUsed, heapUsed: after.heapUsed, rss: after.rss, rssDelta: after.rss - before.rss, seconds, done, failed, firstError };
 }
 
-await lib.close();
-process.stdout.write(JSON.stringify(result));
-process.exit(0);
+process.send({ type: 'result', result }, async () => {
+  await withDeadline(lib.close(), 2000).catch(() => undefined);
+  process.exit(0);
+});

@@ -1,113 +1,173 @@
-// One adapter per library: create(urls, { wait }) -> { ready, acquire(key, ttl), release(handle), close }.
-// `wait: true` configures the library to keep retrying (its own delays) while a resource is busy.
+// One adapter per library, all over ioredis. Each entry is
+//   { waits, create(urls, { wait }) -> { ready(), acquire(key, ttl) -> handle, release(handle), close(),
+//                                        attempts?(handle) (attempts the acquisition took, where the library tells) } }
+// `wait: false` (every scenario but contention): one attempt, no retry.
+// `wait: true` (single-key contention): the library keeps retrying with its own
+// delays until it gets the lock; `waits` says with which settings.
+//
+// The ioredis clients the bench creates for the peers and the raw round get the
+// settings nest-redlock applies to the connections it opens itself: no offline
+// queue (a command to a node that is down fails at once instead of waiting for a
+// reconnection) and one retry per request. Every library then sees a dead or hung
+// node the same way, and differences come from the libraries, not from ioredis.
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
-const clientsFor = (urls) =>
-  urls.map((url) => {
-    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+/** Where run.mjs put its snapshot of the built library (dist/esm), so a rebuild during a run cannot break it. */
+const NEST_REDLOCK = process.env.BENCH_NEST_REDLOCK ?? new URL('../../dist/esm/core/index.js', import.meta.url).href;
+
+async function clientsFor(urls) {
+  const clients = urls.map((url) => {
+    const client = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
     client.on('error', () => undefined); // a node down is part of the scenario
     return client;
   });
+  await Promise.all(clients.map((c) => (c.status === 'ready' ? undefined : once(c, 'ready'))));
+  return clients;
+}
 const closeAll = (clients) => Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
 
-/** node-redlock v5's API: `acquire([key], ttl)`, `lock.release()`; retryCount -1 waits forever. */
-function redlockV5Api(Redlock, urls, { wait }) {
-  const clients = clientsFor(urls);
+/** Resolves true when `quorum` replies satisfy `ok`, false as soon as that is impossible; never rejects. */
+function atQuorum(replies, quorum, ok) {
+  return new Promise((resolve) => {
+    let yes = 0;
+    let no = 0;
+    const n = replies.length;
+    for (const r of replies) {
+      r.then(
+        (reply) => (ok(reply) ? ++yes === quorum && resolve(true) : ++no === n - quorum + 1 && resolve(false)),
+        () => ++no === n - quorum + 1 && resolve(false),
+      );
+    }
+  });
+}
+
+/** node-redlock v5's API, also that of its fork `@sesamecare-oss/redlock`: `acquire([key], ttl)`, `lock.release()`. */
+async function redlockV5Api(Redlock, urls, { wait }) {
+  const clients = await clientsFor(urls);
+  // retryCount -1 = retry forever, with the default retryDelay 200 ms ± retryJitter 100 ms.
   const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
   redlock.on('error', () => undefined);
   return {
     ready: async () => undefined,
     acquire: (key, ttl) => redlock.acquire([key], ttl),
     release: (lock) => lock.release(),
+    attempts: (lock) => lock.attempts.length,
     close: () => closeAll(clients),
   };
 }
 
-export const adapters = {
-  async 'nest-redlock'(urls, { wait }) {
-    const { Redlock } = await import('../../dist/esm/index.js');
-    const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0 });
+function nestRedlock(extra) {
+  return async (urls, { wait }) => {
+    const { Redlock } = await import(NEST_REDLOCK);
+    // retryCount 1 000 000 is the highest accepted; retryDelay/retryJitter stay at their defaults.
+    const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0, ...extra });
     return {
       ready: () => redlock.ready(),
       acquire: (key, ttl) => redlock.acquire(key, ttl),
       release: (lock) => lock.release(),
+      attempts: (lock) => lock.attempts,
       close: () => redlock.close(),
     };
+  };
+}
+
+export const adapters = {
+  'nest-redlock': {
+    waits: 'retryCount 1e6, default retryDelay 200 + jitter [0,100) ms, fair waiting (woken by releases)',
+    create: nestRedlock({}),
   },
 
-  /** The floor: SET NX PX to every node, decided at quorum; compare-and-delete Lua release. */
-  async raw(urls, { wait }) {
-    const clients = clientsFor(urls);
-    const quorum = Math.floor(urls.length / 2) + 1;
-    const release = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-    let shas;
-    const atQuorum = (replies) =>
-      new Promise((resolve) => {
-        let yes = 0;
-        let no = 0;
-        for (const r of replies) {
-          r.then(
-            (ok) => (ok === 'OK' ? ++yes === quorum && resolve(true) : ++no > urls.length - quorum && resolve(false)),
-            () => ++no > urls.length - quorum && resolve(false),
-          );
-        }
-      });
-    return {
-      ready: async () => (shas = await Promise.all(clients.map((c) => c.script('LOAD', release)))),
-      async acquire(key, ttl) {
-        for (;;) {
-          const value = randomBytes(20).toString('base64url');
-          if (await atQuorum(clients.map((c) => c.set(key, value, 'PX', ttl, 'NX')))) return { key, value };
-          await Promise.all(clients.map((c, i) => c.evalsha(shas[i], 1, key, value).catch(() => 0)));
-          if (!wait) throw new Error('busy');
-          await new Promise((r) => setTimeout(r, 50 + Math.random() * 50));
-        }
-      },
-      release: ({ key, value }) => Promise.all(clients.map((c, i) => c.evalsha(shas[i], 1, key, value).catch(() => 0))),
-      close: () => closeAll(clients),
-    };
+  'nest-redlock (fencing off)': {
+    waits: 'as nest-redlock',
+    variant: true, // run only in the speed scenarios, to show what the fencing tokens cost
+    create: nestRedlock({ fencing: false }),
   },
 
-  async 'node-redlock v5'(urls, options) {
-    return redlockV5Api((await import('redlock5')).default, urls, options);
+  /**
+   * The floor: SET NX PX sent to every node at once, decided at quorum; a failed
+   * attempt and the release are a compare-and-delete Lua script on every node,
+   * decided when a quorum answered.
+   */
+  raw: {
+    waits: 'polling, 200 + [0,100) ms between attempts',
+    async create(urls, { wait }) {
+      const clients = await clientsFor(urls);
+      const quorum = Math.floor(urls.length / 2) + 1;
+      const lua = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+      let shas;
+      const del = (key, value) =>
+        atQuorum(clients.map((c, i) => c.evalsha(shas[i], 1, key, value)), quorum, () => true);
+      return {
+        ready: async () => (shas = await Promise.all(clients.map((c) => c.script('LOAD', lua)))),
+        async acquire(key, ttl) {
+          for (let attempts = 1; ; attempts++) {
+            const value = randomBytes(20).toString('base64url');
+            if (await atQuorum(clients.map((c) => c.set(key, value, 'PX', ttl, 'NX')), quorum, (r) => r === 'OK')) return { key, value, attempts };
+            await del(key, value);
+            if (!wait) throw new Error('busy');
+            await sleep(200 + Math.random() * 100);
+          }
+        },
+        release: async ({ key, value }) => {
+          if (!(await del(key, value))) throw new Error('release not confirmed by a quorum');
+        },
+        attempts: (handle) => handle.attempts,
+        close: () => closeAll(clients),
+      };
+    },
   },
 
-  async 'node-redlock v4'(urls, { wait }) {
-    const { default: Redlock } = await import('redlock4');
-    const clients = clientsFor(urls);
-    const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
-    redlock.on('clientError', () => undefined);
-    return {
-      ready: async () => undefined,
-      acquire: (key, ttl) => redlock.lock(key, ttl),
-      release: (lock) => lock.unlock(),
-      close: () => closeAll(clients),
-    };
+  'node-redlock v5': {
+    waits: 'retryCount -1 (forever), default retryDelay 200 ± 100 ms',
+    async create(urls, options) {
+      return redlockV5Api((await import('redlock5')).default, urls, options);
+    },
+  },
+
+  'node-redlock v4': {
+    waits: 'retryCount -1 (forever), default retryDelay 200 ± 100 ms',
+    async create(urls, { wait }) {
+      const { default: Redlock } = await import('redlock4');
+      const clients = await clientsFor(urls);
+      const redlock = new Redlock(clients, wait ? { retryCount: -1 } : { retryCount: 0 });
+      redlock.on('clientError', () => undefined);
+      return {
+        ready: async () => undefined,
+        acquire: (key, ttl) => redlock.lock(key, ttl),
+        release: (lock) => lock.unlock(),
+        attempts: (lock) => lock.attempts,
+        close: () => closeAll(clients),
+      };
+    },
   },
 
   /** A maintained fork of node-redlock v5, with the same API. */
-  async '@sesamecare-oss/redlock'(urls, options) {
-    return redlockV5Api((await import('@sesamecare-oss/redlock')).Redlock, urls, options);
+  '@sesamecare-oss/redlock': {
+    waits: 'retryCount -1 (forever), default retryDelay 200 ± 100 ms',
+    async create(urls, options) {
+      return redlockV5Api((await import('@sesamecare-oss/redlock')).Redlock, urls, options);
+    },
   },
 
-  async 'redis-semaphore RedlockMutex'(urls, { wait }) {
-    const { RedlockMutex } = await import('redis-semaphore');
-    const clients = clientsFor(urls);
-    return {
-      ready: async () => undefined,
-      async acquire(key, ttl) {
-        const mutex = new RedlockMutex(clients, key, {
-          lockTimeout: ttl,
-          refreshInterval: 0,
-          acquireTimeout: wait ? 60_000 : 5000,
-          acquireAttemptsLimit: wait ? Infinity : 1,
-        });
-        await mutex.acquire();
-        return mutex;
-      },
-      release: (mutex) => mutex.release(),
-      close: () => closeAll(clients),
-    };
+  'redis-semaphore RedlockMutex': {
+    waits: 'defaults: retryInterval 10 ms, acquireTimeout 10 s',
+    async create(urls, { wait }) {
+      const { RedlockMutex } = await import('redis-semaphore');
+      const clients = await clientsFor(urls);
+      return {
+        ready: async () => undefined,
+        async acquire(key, ttl) {
+          // refreshInterval 0: no automatic refresh, like the other adapters' locks.
+          const mutex = new RedlockMutex(clients, key, wait ? { lockTimeout: ttl, refreshInterval: 0 } : { lockTimeout: ttl, refreshInterval: 0, acquireAttemptsLimit: 1 });
+          await mutex.acquire();
+          return mutex;
+        },
+        release: (mutex) => mutex.release(),
+        close: () => closeAll(clients),
+      };
+    },
   },
 };
