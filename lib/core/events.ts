@@ -59,7 +59,7 @@ export interface LockReleasedEvent extends HeldLockEventBase {
   /** ms the lock was held. */
   readonly heldFor: number;
   readonly elapsed: number;
-  /** Nodes that confirmed the release (deleted the key or no longer had it). */
+  /** Nodes that had confirmed the release (deleted the key or no longer had it) when it was decided: at least a quorum unless it failed. */
   readonly confirmed: number;
 }
 

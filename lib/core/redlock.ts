@@ -391,7 +391,7 @@ export class Redlock implements LockOwner {
 
   /**
    * Deletes the lock's keys on every node (compare-and-delete: never another
-   * holder's). Idempotent. Rejects with `QuorumUnreachableError` when fewer than
+   * holder's); resolves once a quorum confirmed. Idempotent. Rejects with `QuorumUnreachableError` when fewer than
    * a quorum of nodes confirmed; the keys then expire at the end of the ttl.
    */
   async release(lock: Lock): Promise<void> {
@@ -405,7 +405,9 @@ export class Redlock implements LockOwner {
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),
-      'all',
+      // Done for the caller once a quorum deleted: the rest are on their way (one
+      // write each, sent at once) and a slow or hung node is not waited for.
+      'quorum',
       held.sentTo,
     );
     this.emit({

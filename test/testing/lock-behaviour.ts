@@ -293,7 +293,8 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       });
       expect(mine[1]).toMatchObject({ type: 'busy', resources: ['events'], attempts: 1 });
       expect(mine[2]).toMatchObject({ type: 'extended', lockId: lock.id, ttl: 6000, extensions: 1 });
-      expect(mine[3]).toMatchObject({ type: 'released', lockId: lock.id, confirmed: backend.nodes.length });
+      expect(mine[3]).toMatchObject({ type: 'released', lockId: lock.id });
+      expect((mine[3] as { confirmed: number }).confirmed).toBeGreaterThanOrEqual(Math.floor(backend.nodes.length / 2) + 1);
       expect(mine[5]).toMatchObject({ type: 'lost', lockId: doomed.id, reason: 'keys-gone' });
       expect(seen).toEqual(events);
       unsubscribe();
