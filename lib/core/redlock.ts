@@ -180,7 +180,12 @@ export class Redlock implements LockOwner {
     const value = random.toString('base64url', 0, VALUE_BYTES) + this.identity;
     const id = random.toString('hex', VALUE_BYTES);
     const waiter = fair && retry.retryCount > 0 ? id : '';
-    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, Date.now(), 0];
+    // The queue position: when this call began, in µs on this host's clock. The same
+    // score on every node keeps the queues in one order (a waiter first on some nodes
+    // and second on others could leave nobody with a quorum); ms were too coarse: two
+    // waiters of one millisecond were ordered by their random ids.
+    const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
+    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0];
     const releaseArgs = [value, fair ? 1 : 0];
     const attempts: AttemptReport[] = [];
     // Already subscribed to these resources (waited on them a moment ago): watch

@@ -39,7 +39,7 @@ export function runScript(
  * when fair waiting is on, for each resource its queue (a sorted set of waiter
  * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
  * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off), fair (1/0),
- * waiter id ('' = do not join the queue), waiter's first-attempt time (ms),
+ * waiter id ('' = do not join the queue), waiter's first-attempt time (ms, µs precision),
  * queue entry ttl (ms).
  * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the

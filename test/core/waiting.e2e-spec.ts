@@ -65,14 +65,11 @@ describe('waiting for a busy resource', () => {
     await held.release();
     // The releaser comes straight back: the resource is reserved for the first waiter.
     await expect(holder.acquire('fair', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
-    // Known issue (see the issue 6 note): now and then the second waiter is served
-    // before the first (exclusion holds: the first then waits its turn), so the
-    // order is not asserted here; both waiters are served, one after the other.
     const winner = await Promise.race([firstWaits, secondWaits]);
-    expect(order).toHaveLength(1);
+    expect(order).toEqual(['first']);
     await winner.release();
-    await (await (order[0] === 'first' ? secondWaits : firstWaits)).release();
-    expect([...order].sort()).toEqual(['first', 'second']);
+    await (await secondWaits).release();
+    expect(order).toEqual(['first', 'second']);
   });
 
   it('leaves nothing behind when the waiter is aborted or gives up', async () => {
