@@ -194,7 +194,8 @@ export class Redlock implements LockOwner {
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
-      if (turn) this.leaveQueue(turn, keys, id, nodeTimeout, true);
+      // Any attempt a node refused queued this waiter there, turn or not.
+      if (waiter && attempts.length > 0) this.leaveQueue(turn, keys, id, nodeTimeout, true);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -312,8 +313,8 @@ export class Redlock implements LockOwner {
    * A waiter that got the lock, or gave up, leaves the nodes' queues; one that
    * gave up wakes the next waiter if it was first.
    */
-  private leaveQueue(turn: Turn, keys: LockKeys, waiter: string, nodeTimeout: number, gaveUp: boolean): void {
-    turn.stop();
+  private leaveQueue(turn: Turn | undefined, keys: LockKeys, waiter: string, nodeTimeout: number, gaveUp: boolean): void {
+    turn?.stop();
     void broadcast(
       this.nodes,
       (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, gaveUp ? 1 : 0]),

@@ -86,6 +86,17 @@ describe('waiting for a busy resource', () => {
     await held.release();
   });
 
+  it('leaves the queue when it gives up before its first wait (acquireTimeout shorter than the retry delay)', async () => {
+    const holder = client();
+    const held = await holder.acquire('brief', 10_000);
+    // Refused once (which queues it), then the deadline falls before the next attempt.
+    const brief = client({ retryDelay: 500, retryJitter: 0 });
+    await expect(brief.acquire('brief', 10_000, { acquireTimeout: 100 })).rejects.toBeInstanceOf(ResourceBusyError);
+    // Its entry would otherwise stay for its ttl (2 x (500 ms + node timeout) + 100 ms).
+    await until(async () => (await queueKeysLeft()).length === 0, 'empty queues', 300);
+    await held.release();
+  });
+
   it('shares one resource fairly among eight contending clients', async () => {
     const contenders = Array.from({ length: 8 }, () => client({ retryDelay: 100 }));
     const counts = contenders.map(() => 0);
