@@ -44,7 +44,8 @@ const scenarios = process.argv.find((a) => a.startsWith('--only='))?.slice(7).sp
 const want = (name) => !scenarios || scenarios.includes(name);
 let LIBS = Object.keys(adapters).filter((l) => !only || l === 'raw' || only.includes(l));
 const isPeer = (l) => !l.startsWith('nest-redlock') && l !== 'raw';
-const MAIN = (libs) => libs.filter((l) => !adapters[l].variant);
+/** The libraries themselves, plus the variants (of nest-redlock's settings) of one kind of scenario. */
+const MAIN = (libs, variant) => libs.filter((l) => !adapters[l].variant || adapters[l].variant === variant);
 
 const bench = new URL('./', import.meta.url);
 const results = {
@@ -356,8 +357,9 @@ try {
   if (!LIBS.includes('raw')) throw new Error(`the raw round cannot run: ${results.skipped.raw}`);
   const PEERS = LIBS.filter(isPeer);
 
-  const CLIBS = MAIN(LIBS);
+  const CLIBS = MAIN(LIBS, 'contention');
   const DLIBS = MAIN(LIBS);
+  LIBS = MAIN(LIBS, 'speed');
 
   // 1. Uncontended latency.
   if (want('uncontended')) {

@@ -82,8 +82,14 @@ export const adapters = {
 
   'nest-redlock (fencing off)': {
     waits: 'as nest-redlock',
-    variant: true, // run only in the speed scenarios, to show what the fencing tokens cost
+    variant: 'speed', // run only in the speed scenarios, to show what the fencing tokens cost
     create: nestRedlock({ fencing: false }),
+  },
+
+  'nest-redlock (fair waiting off)': {
+    waits: 'as nest-redlock, but plain jittered polling (fairWaiting: false)',
+    variant: 'contention', // run only under contention, to show what fairness costs in throughput
+    create: nestRedlock({ fairWaiting: false }),
   },
 
   /**
