@@ -66,7 +66,7 @@ export class KeyLayout {
     return this.key('fence', resource);
   }
 
-  /** The wait queue of a resource (a sorted set of waiter ids), also the channel its releases are published on. */
+  /** The wait queue of a resource (a sorted set of waiter ids by when they began waiting). */
   queue(resource: string): string {
     return this.key('queue', resource);
   }
@@ -90,16 +90,15 @@ export class KeyLayout {
     }
     const locks = resources.map((r) => this.lock(r));
     const fences = fencing ? resources.map((r) => this.fence(r)) : [];
-    const channels = fair ? resources.map((r) => this.queue(r)) : [];
+    const heads = fair ? resources.map((r) => this.queue(r)) : [];
     const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
     const confirm = fencing ? [...locks, ...fences] : locks;
     return {
       locks,
       acquire: fair ? [...confirm, ...queues] : confirm,
       confirm,
-      release: fair ? [...locks, ...channels] : locks,
+      release: fair ? [...locks, ...heads] : locks,
       queues,
-      channels,
     };
   }
 
@@ -130,6 +129,4 @@ export interface LockKeys {
   readonly release: readonly string[];
   /** LEAVE_QUEUE: queue and deadlines per resource. */
   readonly queues: readonly string[];
-  /** Channels a waiter is woken on: the queue keys. */
-  readonly channels: readonly string[];
 }

@@ -76,6 +76,10 @@ export class Redlock implements LockOwner {
   private connecting: Promise<void> | undefined;
   /** Appended to every lock value: the holder identity, if recorded. */
   private readonly identity: string;
+  /** Names this client in its waiters' ids and its wake channel (random: two processes never share one). */
+  private readonly clientId = randomBytes(6).toString('hex');
+  /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
+  private readonly wakePrefix: string;
   private closed = false;
 
   constructor(options: RedlockOptions) {
@@ -89,7 +93,8 @@ export class Redlock implements LockOwner {
       throw error;
     }
     this.quorum = quorumOf(this.nodes.length);
-    this.notifier = new WakeNotifier(this.nodes);
+    this.wakePrefix = `${this.options.prefix}wake:`;
+    this.notifier = new WakeNotifier(this.nodes, `${this.wakePrefix}${this.clientId}`);
     if (options.onEvent) this.listeners.add(options.onEvent);
     for (const node of this.nodes) {
       const report = (error: Error) =>
@@ -179,23 +184,24 @@ export class Redlock implements LockOwner {
     const random = randomBytes(VALUE_BYTES + 8);
     const value = random.toString('base64url', 0, VALUE_BYTES) + this.identity;
     const id = random.toString('hex', VALUE_BYTES);
-    const waiter = fair && retry.retryCount > 0 ? id : '';
+    // A waiter's id names its client, whose channel the release wakes it on.
+    const waiter = fair && retry.retryCount > 0 ? `${this.clientId}.${id}` : '';
     // The queue position: when this call began, in µs on this host's clock. The same
     // score on every node keeps the queues in one order (a waiter first on some nodes
     // and second on others could leave nobody with a quorum); ms were too coarse: two
     // waiters of one millisecond were ordered by their random ids.
     const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
     const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0];
-    const releaseArgs = [value, fair ? 1 : 0];
+    const releaseArgs = [value, fair ? 1 : 0, this.wakePrefix];
     const attempts: AttemptReport[] = [];
     // Already subscribed to these resources (waited on them a moment ago): watch
     // from the first attempt, so a release during it is not missed.
-    let turn = waiter && this.notifier.isSubscribed(keys.channels) ? new Turn(this.notifier, keys.channels, waiter, false) : undefined;
+    let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
       // Any attempt a node refused queued this waiter there, turn or not.
-      if (waiter && attempts.length > 0) this.leaveQueue(turn, keys, id, nodeTimeout, true);
+      if (waiter && attempts.length > 0) this.leaveQueue(turn, keys, waiter, nodeTimeout, true);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -239,7 +245,7 @@ export class Redlock implements LockOwner {
       if (taken && validity > 0 && !signal?.aborted) {
         attempts.push({ attempt, elapsed, nodes: reports });
         // Nodes that did not grant the lock may still list this waiter.
-        if (turn) this.leaveQueue(turn, keys, id, nodeTimeout, false);
+        if (turn) this.leaveQueue(turn, keys, waiter, nodeTimeout, false);
         const lock = new Lock(this, {
           id,
           resources: names,
@@ -300,7 +306,7 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
-      if (waiter && !turn) turn = new Turn(this.notifier, keys.channels, waiter, true);
+      if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
       try {
         await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {
@@ -317,7 +323,7 @@ export class Redlock implements LockOwner {
     turn?.stop();
     void broadcast(
       this.nodes,
-      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, gaveUp ? 1 : 0]),
+      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, gaveUp ? 1 : 0, this.wakePrefix]),
       releaseVerdict,
       this.quorum,
       nodeTimeout,
@@ -407,7 +413,7 @@ export class Redlock implements LockOwner {
     lock.markReleased();
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0]),
+      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix]),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),

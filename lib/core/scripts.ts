@@ -237,10 +237,11 @@ return {1, redis.call('GET', KEYS[1])}
 
 /**
  * Compare-and-delete: delete only the keys that hold this value; where a key
- * was deleted and waiters queue for it, publish the first waiter's id on the
- * queue's channel (the queue key's name) to wake it without polling.
+ * was deleted and waiters queue for it, publish the first waiter's id on its
+ * client's channel (ARGV[3] followed by the id's part before the first '.')
+ * to wake it without polling.
  * KEYS: the n lock keys, then (when fair waiting is on) the n queue keys.
- * ARGV: value. Returns how many keys were deleted.
+ * ARGV: value, fair (1/0), wake channel prefix. Returns how many keys were deleted.
  */
 export const RELEASE = script(
   'release',
@@ -254,7 +255,7 @@ for i = 1, n do
     deleted = deleted + 1
     if n < #KEYS then
       local head = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
-      if head then redis.call('PUBLISH', KEYS[n + i], head) end
+      if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
     end
   end
 end
@@ -264,8 +265,8 @@ return deleted
 
 /**
  * A waiter leaves the queues: it got the lock (ARGV[2] = '0') or gave up
- * (ARGV[2] = '1': if it was first, the next waiter is woken).
- * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake flag.
+ * (ARGV[2] = '1': if it was first, the next waiter is woken, as by RELEASE).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake flag, wake channel prefix.
  */
 export const LEAVE_QUEUE = script(
   'leave-queue',
@@ -276,7 +277,7 @@ for i = 1, #KEYS, 2 do
   redis.call('HDEL', KEYS[i + 1], ARGV[1])
   if first == ARGV[1] and ARGV[2] == '1' then
     local head = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
-    if head then redis.call('PUBLISH', KEYS[i], head) end
+    if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return 1

@@ -11,9 +11,8 @@ export class Turn {
   private readonly unwatch: () => void;
 
   /** `lookAgain`: the caller already made an attempt (see `WakeNotifier.watch`). */
-  constructor(notifier: WakeNotifier, channels: readonly string[], waiter: string, lookAgain: boolean) {
+  constructor(notifier: WakeNotifier, waiter: string, lookAgain: boolean) {
     this.unwatch = notifier.watch(
-      channels,
       waiter,
       () => {
         if (this.wake) this.wake();

@@ -3,96 +3,73 @@ import type { LockNode, RedisClient } from './node.js';
 
 type Wake = () => void;
 
-/** How long a subscription outlives its last waiter, ms. */
-const LINGER = 1000;
-
-interface Subscription {
-  /** waiter id -> wake */
-  readonly waiters: Map<string, Wake>;
-  /** Settles when every node confirmed (or refused) the subscription. */
-  readonly confirmed: Promise<void>;
-  ready: boolean;
-  linger?: NodeJS.Timeout;
-}
-
 /**
- * Wakes waiting acquisitions when a holder releases, instead of polling: the
- * release script publishes the first waiter's id on the resource's queue
- * channel, and one subscriber connection per node (opened on first use)
- * dispatches it to that waiter in this process. Polling stays as the fallback
- * for a lost message or a node that cannot deliver it.
+ * Wakes waiting acquisitions when a holder releases, instead of polling.
+ *
+ * Each lock client has a channel of its own, `<prefix>wake:<client id>`, and a
+ * waiter's id starts with its client's id. The release script reads the first
+ * waiter of the resource's queue and publishes that id on that waiter's
+ * client's channel: only the process that must act is woken (a channel per
+ * resource would wake every waiting process on every release, which under
+ * contention costs more than the hand-off itself). One subscriber connection
+ * per node, opened on the first wait and kept until `close()`. Polling stays
+ * as the fallback for a lost message or a node that cannot deliver it.
  */
 export class WakeNotifier {
   private subscribers: RedisClient[] | undefined;
-  private readonly channels = new Map<string, Subscription>();
+  /** Settles when every node confirmed (or refused) the subscription. */
+  private confirmed: Promise<void> | undefined;
+  private ready = false;
+  /** waiter id -> wake */
+  private readonly waiters = new Map<string, Wake>();
 
-  constructor(private readonly nodes: readonly LockNode[]) {}
+  constructor(
+    private readonly nodes: readonly LockNode[],
+    /** This client's channel. */
+    readonly channel: string,
+  ) {}
 
-  /** True while this process is subscribed to every one of `channels` (waiting on them now, or a moment ago). */
-  isSubscribed(channels: readonly string[]): boolean {
-    return channels.every((c) => this.channels.get(c)?.ready);
+  /** True once this client's channel is subscribed on every node that could be reached. */
+  get isSubscribed(): boolean {
+    return this.ready;
   }
 
   /**
-   * Calls `wake` when a release names `waiter` on one of `channels`. With
-   * `lookAgain`, also once when the nodes have confirmed the subscription: a
-   * release after the caller's last attempt and before that would have been
-   * missed. Returns a function that stops watching; the subscription itself
-   * lingers a moment, so a process that waits again and again on one resource
-   * does not subscribe each time.
+   * Calls `wake` when a release names `waiter`. With `lookAgain`, also once when
+   * the nodes have confirmed the subscription: a release after the caller's
+   * last attempt and before that would have been missed. Returns a function
+   * that stops watching.
    */
-  watch(channels: readonly string[], waiter: string, wake: Wake, lookAgain: boolean): () => void {
-    const subscribers = this.connect();
-    const confirmations = channels.map((channel) => {
-      let subscription = this.channels.get(channel);
-      if (!subscription) {
-        const created: Subscription = {
-          waiters: new Map(),
-          ready: false,
-          confirmed: Promise.allSettled(subscribers.map((s) => s.subscribe(channel))).then(() => {
-            created.ready = true;
-          }),
-        };
-        subscription = created;
-        this.channels.set(channel, created);
-      }
-      clearTimeout(subscription.linger);
-      subscription.waiters.set(waiter, wake);
-      return subscription.confirmed;
-    });
-    if (lookAgain) void Promise.all(confirmations).then(() => this.channels.get(channels[0]!)?.waiters.get(waiter)?.());
-    return () => {
-      for (const channel of channels) {
-        const subscription = this.channels.get(channel);
-        if (!subscription?.waiters.delete(waiter) || subscription.waiters.size > 0) continue;
-        subscription.linger = setTimeout(() => {
-          if (subscription.waiters.size > 0 || this.channels.get(channel) !== subscription) return;
-          this.channels.delete(channel);
-          for (const subscriber of subscribers) subscriber.unsubscribe(channel).catch(() => undefined);
-        }, LINGER);
-        subscription.linger.unref();
-      }
-    };
+  watch(waiter: string, wake: Wake, lookAgain: boolean): () => void {
+    this.waiters.set(waiter, wake);
+    const confirmed = this.subscribe();
+    if (lookAgain) void confirmed.then(() => this.waiters.get(waiter)?.());
+    return () => void this.waiters.delete(waiter);
   }
 
   close(): void {
-    for (const subscription of this.channels.values()) clearTimeout(subscription.linger);
-    this.channels.clear();
+    this.waiters.clear();
     for (const subscriber of this.subscribers ?? []) subscriber.disconnect();
     this.subscribers = undefined;
+    this.confirmed = undefined;
+    this.ready = false;
   }
 
-  private connect(): RedisClient[] {
-    if (this.subscribers) return this.subscribers;
+  private subscribe(): Promise<void> {
+    if (this.confirmed) return this.confirmed;
     this.subscribers = this.nodes.map((node) => {
       // A connection of its own: a subscribed connection cannot run scripts.
       const { client } = node;
       const subscriber: RedisClient =
         client instanceof Cluster ? client.duplicate() : client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
       subscriber.on('error', () => undefined); // the lock connection reports node errors
-      subscriber.on('message', (channel: string, waiter: string) => this.channels.get(channel)?.waiters.get(waiter)?.());
+      subscriber.on('message', (_channel: string, waiter: string) => this.waiters.get(waiter)?.());
       return subscriber;
     });
-    return this.subscribers;
+    const confirmed = Promise.allSettled(this.subscribers.map((s) => s.subscribe(this.channel))).then(() => {
+      if (this.confirmed === confirmed) this.ready = true;
+    });
+    this.confirmed = confirmed;
+    return confirmed;
   }
 }

@@ -465,7 +465,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
           deleted++;
           if (n < KEYS.length) {
             const head = ops.zfirst(KEYS[n + i]!);
-            if (head !== undefined) ops.publish(KEYS[n + i]!, head);
+            if (head !== undefined) ops.publish(wakeChannel(ARGV[2]!, head), head);
           }
         }
       }
@@ -481,13 +481,19 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         ops.hdel(KEYS[i + 1]!, ARGV[0]!);
         if (first === ARGV[0] && ARGV[1] === '1') {
           const head = ops.zfirst(KEYS[i]!);
-          if (head !== undefined) ops.publish(KEYS[i]!, head);
+          if (head !== undefined) ops.publish(wakeChannel(ARGV[2]!, head), head);
         }
       }
       return 1;
     },
   ],
 ]);
+
+/** The channel the scripts wake a waiter on: the prefix, then the waiter id's part before the first '.'. */
+function wakeChannel(prefix: string, waiter: string): string {
+  const dot = waiter.indexOf('.');
+  return prefix + (dot < 0 ? waiter : waiter.slice(0, dot));
+}
 
 const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, { script, run }]));
 
@@ -502,8 +508,8 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '75cd36bd9814d31043ae21edf199b6f747f8d8e1',
-  'leave-queue': '0b4f7f9b378a6756ef7b615c8ccd984b0d7fb40b',
+  release: '6ba3333c78bb7cde00bc93e38eeb1627ec852e12',
+  'leave-queue': '52cb3275aaf09f1678cf795b1913a2eceedbac8f',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

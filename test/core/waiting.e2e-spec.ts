@@ -38,11 +38,16 @@ describe('waiting for a busy resource', () => {
     const held = await holder.acquire('wake', 10_000);
     const waiting = waiter.acquire('wake', 10_000);
     await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
+    // The queue entry names the waiter's client, whose own channel the release publishes on.
+    const [entry] = await raw[0]!.zrange('redlock:queue:wake', '0', '0');
+    const channel = `redlock:wake:${entry!.split('.')[0]}`;
     // Subscribed on every node, so the wake-up can only come from the release's PUBLISH.
     await until(
-      async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', 'redlock:queue:wake')))).every((n) => n[1] === 1),
+      async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
       'the subscriptions',
     );
+    // Only that client listens there: the holder's client is not woken by the releases.
+    expect((await raw[0]!.pubsub('CHANNELS', 'redlock:wake:*')).sort()).toEqual([channel]);
     await sleep(50); // let the subscription-confirmed retry come and go
     const released = performance.now();
     await held.release();

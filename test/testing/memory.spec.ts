@@ -132,17 +132,17 @@ describe('MemoryRedisNode', () => {
     subscriber.on('message', (channel: string, message: string) => messages.push(`${channel}:${message}`));
     subscriber.on('error', () => undefined);
     node.down();
-    await expect(subscriber.subscribe('redlock:queue:r')).rejects.toThrow(/is down/);
+    await expect(subscriber.subscribe('redlock:wake:c1')).rejects.toThrow(/is down/);
     node.up();
-    // A release publishes the first waiter's id on the queue's channel.
+    // A release publishes the first waiter's id on its client's channel.
     await node.set('redlock:lock:r', 'holder', 'PX', 5000);
     // Waiter w1 finds it held and queues (keys: lock, queue, deadlines; no fencing).
-    const queued = await node.eval(ACQUIRE.lua, 3, 'redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r', 'w1-value', 1000, 1, 0, 1, 'w1', Date.now(), 5000);
+    const queued = await node.eval(ACQUIRE.lua, 3, 'redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r', 'w1-value', 1000, 1, 0, 1, 'c1.w1', Date.now(), 5000);
     expect(queued).toEqual([0, expect.any(Number)]);
     expect(await node.zcard('redlock:queue:r')).toBe(1);
-    expect(await node.eval(RELEASE.lua, 2, 'redlock:lock:r', 'redlock:queue:r', 'holder', 1)).toBe(1);
+    expect(await node.eval(RELEASE.lua, 2, 'redlock:lock:r', 'redlock:queue:r', 'holder', 1, 'redlock:wake:')).toBe(1);
     await until(() => messages.length > 0, 'the wake-up message');
-    expect(messages).toEqual(['redlock:queue:r:w1']);
+    expect(messages).toEqual(['redlock:wake:c1:c1.w1']);
   });
 
   it('simulates a hung node: commands wait until resume(), the quorum decides without it', async () => {

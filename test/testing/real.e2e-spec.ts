@@ -62,7 +62,8 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();
     const memorySubscriber = memory.duplicate();
-    const channels = ['d:queue:a', 'd:queue:b', 'd:queue:c'];
+    // Waiters of two clients: a release wakes the first waiter on its client's channel.
+    const channels = ['d:wake:c1', 'd:wake:c2'];
     const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
     redisSubscriber.on('message', (c: string, m: string) => published.redis.push(`${c} ${m}`));
     memorySubscriber.on('message', (c: string, m: string) => published.memory.push(`${c} ${m}`));
@@ -83,7 +84,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
       return all.length ? all : [pick(['a', 'b', 'c'])];
     };
     const values = ['v1', 'v2', 'v3'];
-    const waiters = ['w1', 'w2', 'w3', 'w4'];
+    const waiters = ['c1.w1', 'c1.w2', 'c2.w3', 'c2.w4'];
     const base = Date.now();
     const tokens = { redis: 0, memory: 0 };
 
@@ -131,11 +132,11 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         }
         case 'release': {
           const fair = random() < 0.7;
-          result = await run(RELEASE, fair ? [...locks, ...resources.map((r) => `d:queue:${r}`)] : locks, () => [value, fair ? 1 : 0]);
+          result = await run(RELEASE, fair ? [...locks, ...resources.map((r) => `d:queue:${r}`)] : locks, () => [value, fair ? 1 : 0, 'd:wake:']);
           break;
         }
         case 'leave': {
-          const args = [pick(waiters), pick([0, 1])];
+          const args = [pick(waiters), pick([0, 1]), 'd:wake:'];
           result = await run(LEAVE_QUEUE, queues, () => args);
           break;
         }
