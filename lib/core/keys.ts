@@ -90,14 +90,13 @@ export class KeyLayout {
     }
     const locks = resources.map((r) => this.lock(r));
     const fences = fencing ? resources.map((r) => this.fence(r)) : [];
-    const heads = fair ? resources.map((r) => this.queue(r)) : [];
     const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
     const confirm = fencing ? [...locks, ...fences] : locks;
     return {
       locks,
       acquire: fair ? [...confirm, ...queues] : confirm,
       confirm,
-      release: fair ? [...locks, ...heads] : locks,
+      release: fair ? [...locks, ...queues] : locks,
       queues,
     };
   }
@@ -125,7 +124,7 @@ export interface LockKeys {
   readonly acquire: readonly string[];
   /** CONFIRM_TOKEN: locks and fence counters. */
   readonly confirm: readonly string[];
-  /** RELEASE: locks, then queues (fair waiting on). */
+  /** RELEASE: locks, then queue and deadlines per resource (fair waiting on). */
   readonly release: readonly string[];
   /** LEAVE_QUEUE: queue and deadlines per resource. */
   readonly queues: readonly string[];

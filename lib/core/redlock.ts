@@ -69,7 +69,8 @@ export class Redlock implements LockOwner {
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
   /** Locks this client holds, with their keys and the nodes their acquire was sent to. */
-  private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[] }>();
+  /** Per held lock: its keys, the nodes its acquire went to, and its waiter id if it queued (RELEASE leaves the queues). */
+  private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
   private readonly notifier: WakeNotifier;
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
@@ -200,8 +201,9 @@ export class Redlock implements LockOwner {
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
+      turn?.stop();
       // Any attempt a node refused queued this waiter there, turn or not.
-      if (waiter && attempts.length > 0) this.leaveQueue(turn, keys, waiter, nodeTimeout, true);
+      if (waiter && attempts.length > 0) this.leaveQueue(keys, waiter, nodeTimeout);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -244,8 +246,11 @@ export class Redlock implements LockOwner {
 
       if (taken && validity > 0 && !signal?.aborted) {
         attempts.push({ attempt, elapsed, nodes: reports });
-        // Nodes that did not grant the lock may still list this waiter.
-        if (turn) this.leaveQueue(turn, keys, waiter, nodeTimeout, false);
+        turn?.stop();
+        // A waiter stays in the queues while it holds the lock (the key keeps the
+        // others out anyway) and leaves them in its release: no round of its own.
+        // Only an attempt some node refused can have queued it.
+        const queuedAs = waiter && (attempt > 1 || count(round.reports, 'busy') > 0) ? waiter : '';
         const lock = new Lock(this, {
           id,
           resources: names,
@@ -257,7 +262,7 @@ export class Redlock implements LockOwner {
           threshold: this.options.threshold,
           maxExtensions: this.options.maxExtensions,
         });
-        this.held.set(lock, { keys, sentTo: round.sent });
+        this.held.set(lock, { keys, sentTo: round.sent, queuedAs });
         if (options.autoExtend) lock.startAutoExtend();
         this.emit({
           type: 'acquired',
@@ -315,15 +320,11 @@ export class Redlock implements LockOwner {
     }
   }
 
-  /**
-   * A waiter that got the lock, or gave up, leaves the nodes' queues; one that
-   * gave up wakes the next waiter if it was first.
-   */
-  private leaveQueue(turn: Turn | undefined, keys: LockKeys, waiter: string, nodeTimeout: number, gaveUp: boolean): void {
-    turn?.stop();
+  /** A waiter that gave up leaves the nodes' queues, and wakes the next waiter if it was first. */
+  private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number): void {
     void broadcast(
       this.nodes,
-      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, gaveUp ? 1 : 0, this.wakePrefix]),
+      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix]),
       releaseVerdict,
       this.quorum,
       nodeTimeout,
@@ -413,7 +414,7 @@ export class Redlock implements LockOwner {
     lock.markReleased();
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix]),
+      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix, held.queuedAs]),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),

@@ -239,22 +239,35 @@ return {1, redis.call('GET', KEYS[1])}
  * Compare-and-delete: delete only the keys that hold this value; where a key
  * was deleted and waiters queue for it, publish the first waiter's id on its
  * client's channel (ARGV[3] followed by the id's part before the first '.')
- * to wake it without polling.
- * KEYS: the n lock keys, then (when fair waiting is on) the n queue keys.
- * ARGV: value, fair (1/0), wake channel prefix. Returns how many keys were deleted.
+ * to wake it without polling. A holder that had queued for the lock leaves
+ * the queues here (ARGV[4], '' when it never queued): it stays their head
+ * while it holds the lock, which changes nothing (the key refuses everyone),
+ * and costs no round of its own.
+ * KEYS: the n lock keys, then (when fair waiting is on) each resource's queue and deadlines.
+ * ARGV: value, fair (1/0), wake channel prefix, holder's waiter id. Returns how many keys were deleted.
  */
 export const RELEASE = script(
   'release',
   `
+local fair = ARGV[2] == '1'
 local n = #KEYS
-if #KEYS > 1 and ARGV[2] == '1' then n = #KEYS / 2 end
+if fair then n = #KEYS / 3 end
+local waiter = ARGV[4] or ''
 local deleted = 0
 for i = 1, n do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  local freed = redis.call('GET', KEYS[i]) == ARGV[1]
+  if freed then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    if n < #KEYS then
-      local head = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
+  end
+  if fair then
+    local q = KEYS[n + 2 * i - 1]
+    if waiter ~= '' then
+      redis.call('ZREM', q, waiter)
+      redis.call('HDEL', KEYS[n + 2 * i], waiter)
+    end
+    if freed then
+      local head = redis.call('ZRANGE', q, 0, 0)[1]
       if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
     end
   end
@@ -264,9 +277,9 @@ return deleted
 );
 
 /**
- * A waiter leaves the queues: it got the lock (ARGV[2] = '0') or gave up
- * (ARGV[2] = '1': if it was first, the next waiter is woken, as by RELEASE).
- * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake flag, wake channel prefix.
+ * A waiter that gave up leaves the queues; if it was first, the next waiter is
+ * woken, as by RELEASE (the resource may be free and reserved for the leaver).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake channel prefix.
  */
 export const LEAVE_QUEUE = script(
   'leave-queue',
@@ -275,9 +288,9 @@ for i = 1, #KEYS, 2 do
   local first = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
   redis.call('ZREM', KEYS[i], ARGV[1])
   redis.call('HDEL', KEYS[i + 1], ARGV[1])
-  if first == ARGV[1] and ARGV[2] == '1' then
+  if first == ARGV[1] then
     local head = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
-    if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
+    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return 1

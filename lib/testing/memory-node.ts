@@ -457,14 +457,24 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [
     RELEASE,
     (ops, KEYS, ARGV) => {
-      const n = KEYS.length > 1 && ARGV[1] === '1' ? KEYS.length / 2 : KEYS.length;
+      const fair = ARGV[1] === '1';
+      const n = fair ? KEYS.length / 3 : KEYS.length;
+      const waiter = ARGV[3] ?? '';
       let deleted = 0;
-      for (let i = 0; i < n; i++) {
-        if (ops.get(KEYS[i]!) === ARGV[0]) {
-          ops.del(KEYS[i]!);
+      for (let i = 1; i <= n; i++) {
+        const freed = ops.get(KEYS[i - 1]!) === ARGV[0];
+        if (freed) {
+          ops.del(KEYS[i - 1]!);
           deleted++;
-          if (n < KEYS.length) {
-            const head = ops.zfirst(KEYS[n + i]!);
+        }
+        if (fair) {
+          const q = KEYS[n + 2 * i - 2]!;
+          if (waiter !== '') {
+            ops.zrem(q, waiter);
+            ops.hdel(KEYS[n + 2 * i - 1]!, waiter);
+          }
+          if (freed) {
+            const head = ops.zfirst(q);
             if (head !== undefined) ops.publish(wakeChannel(ARGV[2]!, head), head);
           }
         }
@@ -479,9 +489,9 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         const first = ops.zfirst(KEYS[i]!);
         ops.zrem(KEYS[i]!, ARGV[0]!);
         ops.hdel(KEYS[i + 1]!, ARGV[0]!);
-        if (first === ARGV[0] && ARGV[1] === '1') {
+        if (first === ARGV[0]) {
           const head = ops.zfirst(KEYS[i]!);
-          if (head !== undefined) ops.publish(wakeChannel(ARGV[2]!, head), head);
+          if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
         }
       }
       return 1;
@@ -508,8 +518,8 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '6ba3333c78bb7cde00bc93e38eeb1627ec852e12',
-  'leave-queue': '52cb3275aaf09f1678cf795b1913a2eceedbac8f',
+  release: '999f009d733a5a27c3e294c59653953ea06331ff',
+  'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

@@ -132,11 +132,12 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         }
         case 'release': {
           const fair = random() < 0.7;
-          result = await run(RELEASE, fair ? [...locks, ...resources.map((r) => `d:queue:${r}`)] : locks, () => [value, fair ? 1 : 0, 'd:wake:']);
+          const leaving = pick(['', ...waiters]); // a holder that had queued leaves the queues
+          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => [value, fair ? 1 : 0, 'd:wake:', leaving]);
           break;
         }
         case 'leave': {
-          const args = [pick(waiters), pick([0, 1]), 'd:wake:'];
+          const args = [pick(waiters), 'd:wake:'];
           result = await run(LEAVE_QUEUE, queues, () => args);
           break;
         }
