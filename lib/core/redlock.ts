@@ -278,23 +278,28 @@ export class Redlock implements LockOwner {
         return lock;
       }
 
-      // Undo wherever the attempt may have set keys, on nodes that timed out too (a late
-      // SET must not survive); a node that answered busy set nothing.
-      const sofar = round.late();
-      await broadcast(
-        this.nodes,
-        (node) => node.run(RELEASE, keys.release, releaseArgs),
-        releaseVerdict,
-        this.quorum,
-        nodeTimeout,
-        'all',
-        round.sent.map((sent, i) => sent && sofar[i]!.outcome !== 'busy'),
-      );
+      // Undo wherever the attempt may have set keys: first hear every node out (those
+      // still pending at an early decision answer within moments, a hung one within the
+      // node timeout), so that a node that said busy, and set nothing, gets no undo. A
+      // node that timed out gets one too: a late SET must not survive.
+      await round.settled;
+      const heard = round.late();
+      const undo = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
+      if (undo.includes(true)) {
+        await broadcast(
+          this.nodes,
+          (node) => node.run(RELEASE, keys.release, releaseArgs),
+          releaseVerdict,
+          this.quorum,
+          nodeTimeout,
+          'all',
+          undo,
+        );
+      }
 
-      // The undo went after the acquire on each connection, so the nodes that were
-      // still pending at the decision have answered by now (or timed out): judge by all.
+      // Judged by every node's answer.
       const phaseOne = round.yes.length >= this.quorum;
-      if (!phaseOne) reports = round.late();
+      if (!phaseOne) reports = heard;
       attempts.push({ attempt, elapsed, nodes: reports });
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       // Held elsewhere when the nodes that answered could have made a quorum but

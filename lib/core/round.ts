@@ -21,6 +21,11 @@ export interface RoundResult {
    * `timeout`), it tells what they said; those still silent count as `timeout`.
    */
   readonly late: () => readonly NodeReport[];
+  /**
+   * Settles when every node has answered, or `timeout` ms after the round began
+   * (the silent ones then count as `timeout` in `late()`). Never rejects.
+   */
+  readonly settled: Promise<void>;
   /** Which nodes the command was sent to. */
   readonly sent: readonly boolean[];
 }
@@ -59,14 +64,16 @@ export function broadcast(
   const sent: boolean[] = new Array(n).fill(false);
   let answered = 0;
   let no = 0;
+  /** Nodes not heard from yet. */
+  let silent = n;
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
 
   return new Promise<RoundResult>((resolve) => {
     let decided = false;
     let timedOut = false;
     const decide = (byTimer: boolean) => {
       decided = true;
-      timedOut = byTimer;
-      clearTimeout(timer);
       const snapshot = (missing: NodeOutcome) => () =>
         nodes.map((node, i): NodeReport => outcomes[i] ?? { node: node.label, outcome: missing });
       resolve({
@@ -74,16 +81,26 @@ export function broadcast(
         reports: snapshot(byTimer ? 'timeout' : 'pending')(),
         elapsed: performance.now() - started,
         late: snapshot('timeout'),
+        settled,
         sent,
       });
     };
-    const timer = setTimeout(decide, timeout, true);
+    // The one timer of the round: the deadline of the decision, and of `settled`.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (!decided) decide(true);
+      settle();
+    }, timeout);
 
     nodes.forEach((node, index) => {
       const record = (report: NodeReport, value?: number) => {
         // An answer after the deadline stays a timeout; one after an early decision fills in `pending`.
         if (timedOut) return;
         outcomes[index] = report;
+        if (--silent === 0) {
+          clearTimeout(timer);
+          settle();
+        }
         if (decided) return;
         answered++;
         if (report.outcome === 'ok') yes.push({ index, value: value ?? 0 });
