@@ -192,7 +192,7 @@ export class Redlock implements LockOwner {
     // and second on others could leave nobody with a quorum); ms were too coarse: two
     // waiters of one millisecond were ordered by their random ids.
     const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
-    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0];
+    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0, 0];
     const releaseArgs = [value, fair ? 1 : 0, this.wakePrefix];
     const attempts: AttemptReport[] = [];
     // Already subscribed to these resources (waited on them a moment ago): watch
@@ -224,6 +224,8 @@ export class Redlock implements LockOwner {
       const t0 = performance.now();
       // A queue entry lives long enough to survive the wait until the next attempt.
       acquireArgs[7] = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
+      // Where a missing fencing counter starts: this clock in µs, one value for every node.
+      acquireArgs[8] = Date.now() * 1000;
       const round = await broadcast(
         this.nodes,
         (node) => node.run(ACQUIRE, keys.acquire, acquireArgs),
@@ -538,10 +540,11 @@ export class Redlock implements LockOwner {
    * n reached t(A) while A's key was there (the write-back is conditional on
    * it), so before B's acquire script ran on n, and that script raises the
    * counter: t(B) >= t(A) + 1. No assumption on clocks, pauses or delays.
-   * Assumed: counters never go back (a missing one is reborn at the node's
-   * clock in microseconds; a restart without data plus a clock stepping back
-   * breaks it), scripts run once per value (they are idempotent), and the node
-   * set does not change while locks are held.
+   * Assumed: counters never go back (a missing one is reborn at the acquiring
+   * client's clock in microseconds, the same value on every node; a majority
+   * restarted without data inside the ttl, or a client clock behind the one
+   * that issued the previous tokens, breaks it), scripts run once per value
+   * (they are idempotent), and the node set does not change while locks are held.
    */
   private async confirmToken(
     round: RoundResult,

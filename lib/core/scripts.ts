@@ -40,7 +40,7 @@ export function runScript(
  * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
  * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off), fair (1/0),
  * waiter id ('' = do not join the queue), waiter's first-attempt time (ms, µs precision),
- * queue entry ttl (ms).
+ * queue entry ttl (ms), a missing counter's rebirth value (the client's clock in µs).
  * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the
  * resource is free but reserved for an earlier waiter.
@@ -122,8 +122,10 @@ if retention == 0 then
 end
 -- Fencing: one token for the lock, above every resource's counter. A missing
 -- counter (never used, expired after the retention, or lost in a restart
--- without data) is reborn at this node's clock in microseconds, so it starts
--- above every token issued before as long as the clock has not stepped back.
+-- without data) is reborn at ARGV[9], the acquiring client's clock in
+-- microseconds: above every token issued before as long as that clock has not
+-- stepped back, and the same on every node, so that a new resource's nodes
+-- agree on its first token without a write-back round.
 local token = 0
 if mine == n then
   for i = n + 1, 2 * n do
@@ -136,9 +138,7 @@ for i = n + 1, 2 * n do
   if c then
     c = c + 1
   else
-    if redis.replicate_commands then redis.replicate_commands() end
-    local t = redis.call('TIME')
-    c = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    c = tonumber(ARGV[9])
   end
   if c > token then token = c end
 end

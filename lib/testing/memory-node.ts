@@ -155,11 +155,6 @@ class Ops {
     return Math.floor(this.time);
   }
 
-  /** `TIME` in microseconds. */
-  clockUs(): number {
-    return Math.floor(this.time * 1000);
-  }
-
   get(key: string): string | null {
     return this.typed(key, 'string')?.value ?? null;
   }
@@ -406,8 +401,8 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       }
       for (let i = n; i < 2 * n; i++) {
         let c = luaNumber(ops.get(KEYS[i]!));
-        // A missing counter is reborn at the node's clock in microseconds.
-        c = c === undefined ? ops.clockUs() : c + 1;
+        // A missing counter is reborn at the client's clock in microseconds (ARGV[9]).
+        c = c === undefined ? Number(ARGV[8]) : c + 1;
         if (c > token) token = c;
       }
       const text = formatInteger(token);
@@ -513,7 +508,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'ea0c34c220d3210f00e1393d8d044dc01decf84d',
+  acquire: 'd0db7c35161cf65f25ec466d3cf284a665515819',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',

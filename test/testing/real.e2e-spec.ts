@@ -112,7 +112,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           const fair = random() < 0.7;
           const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
           // First-attempt times from a small set: ties in the queue are ordered by waiter id.
-          const args = [value, pick([30_000, 100_000]), resources.length, fencing ? 60_000 : 0, fair ? 1 : 0, fair ? pick([...waiters, '']) : '', base + pick([0, 0, 1, 2]), 20_000];
+          const args = [value, pick([30_000, 100_000]), resources.length, fencing ? 60_000 : 0, fair ? 1 : 0, fair ? pick([...waiters, '']) : '', base + pick([0, 0, 1, 2]), 20_000, (base + pick([0, 7])) * 1000];
           result = await run(ACQUIRE, keys, () => args);
           for (const side of ['redis', 'memory'] as const) {
             const reply = side === 'redis' ? result.fromRedis : result.fromMemory;
