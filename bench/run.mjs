@@ -11,12 +11,12 @@
 // --quick: about a minute (fewer rounds, cycles and shorter runs).
 // --only=uncontended,memory,...: run only those scenarios.
 // BENCH_LIBS=nest-redlock,raw,...: run only those libraries.
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adapters } from './adapters/index.mjs';
+import { signal, startNode } from './nodes.mjs';
 
 const QUICK = process.argv.includes('--quick');
 const P = QUICK
@@ -61,55 +61,7 @@ const results = {
 
 // --- nodes ---------------------------------------------------------------
 
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-/** One PING over a raw socket: true on +PONG within 200 ms. */
-function ping(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    const done = (ok) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), 200);
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => done(String(d).startsWith('+PONG')));
-    socket.on('error', () => done(false));
-  });
-}
-
 const nodes = [];
-/**
- * A redis-server on a loopback port, inside an `sh` wrapper that kills it when
- * its stdin closes: when this process ends, however it ends, the server goes too.
- */
-async function startNode(port) {
-  port ??= await freePort();
-  const wrapper = spawn(
-    'sh',
-    ['-c', `redis-server --port ${port} --bind 127.0.0.1 --save "" --appendonly no >/dev/null & echo $!; cat >/dev/null; kill -CONT $! 2>/dev/null; kill -9 $! 2>/dev/null; wait`],
-    { stdio: ['pipe', 'pipe', 'ignore'] },
-  );
-  const exited = new Promise((resolve) => wrapper.once('exit', resolve));
-  const pid = Number(await new Promise((resolve) => wrapper.stdout.once('data', (d) => resolve(String(d).trim()))));
-  for (let i = 0; !(await ping(port)); i++) {
-    if (i > 300) throw new Error(`redis-server on port ${port} did not start`);
-    await sleep(10);
-  }
-  return { port, url: `redis://127.0.0.1:${port}`, pid, stop: () => wrapper.stdin.end(), exited };
-}
-const signal = (node, sig) => {
-  try {
-    process.kill(node.pid, sig);
-  } catch {}
-};
 
 /** CPU seconds (user + system) the servers at `urls` used so far, all together, from INFO cpu. */
 async function redisCpu(urls) {
