@@ -227,7 +227,7 @@ async function contention(lib, round) {
   const go = await allReady;
   const end = go.startAt + go.ms;
   const all = runs
-    .flatMap((r, p) => (r.events ?? []).map(([asked, got, released, attempts]) => ({ p, asked, got, released, attempts })))
+    .flatMap((r, p) => (r.events ?? []).map(([asked, got, released, attempts, releaseDone]) => ({ p, asked, got, released, attempts, releaseDone })))
     .sort((a, b) => a.got - b.got);
   const inWindow = all.filter((e) => e.got <= end);
   const counts = runs.map((_, p) => inWindow.filter((e) => e.p === p).length);
@@ -249,6 +249,8 @@ async function contention(lib, round) {
     longestWaitOpen: longestOpen > longestDone, // still waiting when measuring stopped: at least this long
     stillWaiting: stillWaiting.length,
     handoffP50: median(handoffs),
+    // One round trip to a quorum under this very load: the release call.
+    releaseP50: median(inWindow.map((e) => e.releaseDone - e.released)),
     handoffs: handoffs.length,
     sameProcessAgain: inWindow.length > 1 ? inWindow.slice(1).filter((e, i) => e.p === inWindow[i].p).length / (inWindow.length - 1) : 0,
     counts,
@@ -381,6 +383,7 @@ try {
         longestWaitOpen: rs.some((c) => c.longestWaitOpen),
         stillWaiting: rs.reduce((s, c) => s + c.stillWaiting, 0),
         handoffP50: median(rs.map((c) => c.handoffP50)),
+        releaseP50: median(rs.map((c) => c.releaseP50)),
         sameProcessAgain: median(rs.map((c) => c.sameProcessAgain)),
         counts: mid.counts,
         attempts: median(rs.map((c) => c.attempts)),
@@ -395,7 +398,8 @@ try {
       'acq/s: acquisitions inside the window, all processes; worst/best: fewest / most acquisitions of one process;',
       `longest wait: longest single acquire call (measured up to ${P.cGrace / 1000} s after the window); hand-off: from a holder starting`,
       'its release to the next acquisition by another process; same process again: share of acquisitions that went to',
-      'the process that had just released; attempts / acq: mean attempts per acquisition, where the library reports them.',
+      'the process that had just released; in round trips: the hand-off over the median release call in the same run (one',
+      'round to a quorum, under the same load); attempts / acq: mean attempts per acquisition, where the library reports them.',
       'Waiting settings:',
       ...CLIBS.map((l) => `  ${l}: ${adapters[l].waits}`),
     ];
@@ -407,12 +411,12 @@ try {
     }
     table(
       `8 processes, one key, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s, medians; per-process counts of the median round)`,
-      ['library', 'acq/s', 'vs best peer', 'worst/best', 'longest wait ms', 'hand-off p50 ms', 'same process again', 'attempts / acq', 'per process'],
+      ['library', 'acq/s', 'vs best peer', 'worst/best', 'longest wait ms', 'hand-off p50 ms', 'in round trips', 'same process again', 'attempts / acq', 'per process'],
       CLIBS.map((l) => {
         const c = contended[l];
         return c.error
-          ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '']
-          : [l, fmt(c.perSecond), ratio(c.perSecond, cBest), c.fairness.toFixed(2), `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`, fmt(c.handoffP50, 2), `${(c.sameProcessAgain * 100).toFixed(0)}%`, fmt(c.attempts, 1), c.counts.join(' ')];
+          ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '']
+          : [l, fmt(c.perSecond), ratio(c.perSecond, cBest), c.fairness.toFixed(2), `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`, fmt(c.handoffP50, 2), fmt(c.handoffP50 / c.releaseP50, 1), `${(c.sameProcessAgain * 100).toFixed(0)}%`, fmt(c.attempts, 1), c.counts.join(' ')];
       }),
       cNotes,
     );

@@ -148,7 +148,7 @@ if (scenario === 'probe') {
   if (params.first) await cycle(params.key); // its fencing counter exists before the start, for whoever uses one
   const { startAt, ms } = await ready();
   const end = startAt + ms;
-  const events = []; // [asked, got, released, attempts]
+  const events = []; // [asked, got, released, attempts, release call returned]
   const gaveUp = []; // [asked, at, error]
   let releaseErrors = 0;
   await sleep(Math.max(0, startAt - now()));
@@ -167,7 +167,7 @@ if (scenario === 'probe') {
     await sleep(params.hold);
     const released = now();
     await withDeadline(lib.release(handle), 5000).catch(() => releaseErrors++);
-    events.push([asked, got, released, lib.attempts?.(handle)]);
+    events.push([asked, got, released, lib.attempts?.(handle), now()]);
   }
   result = { events, gaveUp, releaseErrors };
 } else if (scenario === 'memory') {
