@@ -176,6 +176,8 @@ async function latency(name, urls, libs, params, rounds, hooks = () => ({})) {
       ok.length && !bad
         ? {
             p50: median(ok.map((s) => s.p50)),
+            // Per round, this round's degraded p50 over its own healthy p50 (see `baseline` in worker.mjs).
+            vsHealthy: ok.every((s) => s.baselineP50) ? median(ok.map((s) => s.p50 / s.baselineP50)) : undefined,
             p99: median(ok.map((s) => s.p99)),
             newP50: median(ok.map((s) => s.newP50)),
             failed,
@@ -193,15 +195,16 @@ function latencyTable(title, out, notes = []) {
   const raw = out.raw;
   const extra = [];
   const newKeys = raw?.newP50 !== undefined;
+  const vsHealthy = Object.values(out).some((r) => r.vsHealthy !== undefined);
   const rows = Object.entries(out).map(([lib, r]) => {
     if (typeof r.failed === 'string') {
       extra.push(`${lib}: ${r.failed === 'timeout' ? '3 operations hit the deadline' : 'failed'}${r.error && r.error !== 'deadline' ? ` (${r.error})` : ''}`);
       return [lib, r.failed, '', '', '', ...(newKeys ? ['', ''] : [])];
     }
     if (r.failed || r.timeouts) extra.push(`${lib}: ${r.failed} failed and ${r.timeouts} timed-out cycles over all rounds${r.firstError ? ` (first: ${r.firstError})` : ''}`);
-    return [lib, fmt(r.p50), fmt(r.p99), ratio(r.p50, raw?.p50), ratio(r.p99, raw?.p99), ...(newKeys ? [fmt(r.newP50), ratio(r.newP50, raw.newP50)] : [])];
+    return [lib, fmt(r.p50), fmt(r.p99), ratio(r.p50, raw?.p50), ratio(r.p99, raw?.p99), ...(newKeys ? [fmt(r.newP50), ratio(r.newP50, raw.newP50)] : []), ...(vsHealthy ? [r.vsHealthy ? `${r.vsHealthy.toFixed(2)}x` : '-'] : [])];
   });
-  const head = ['library', 'p50 µs', 'p99 µs', 'p50 / raw', 'p99 / raw', ...(newKeys ? ['new key p50 µs', 'new key / raw'] : [])];
+  const head = ['library', 'p50 µs', 'p99 µs', 'p50 / raw', 'p99 / raw', ...(newKeys ? ['new key p50 µs', 'new key / raw'] : []), ...(vsHealthy ? ['p50 / healthy'] : [])];
   table(title, head, rows, [...notes, ...extra]);
 }
 
@@ -423,7 +426,7 @@ try {
   }
 
   // 4. One node of five killed (kill -9) once the worker is connected and warm; restarted, empty, on the same port after.
-  const degraded = { cycles: P.dCycles, deadline: P.dDeadline, limit: 60_000 };
+  const degraded = { cycles: P.dCycles, deadline: P.dDeadline, limit: 60_000, baseline: true };
   if (want('oneDown')) {
     const killed = nodes[4];
     latencyTable(
@@ -444,6 +447,7 @@ try {
           },
         };
       }),
+      ['p50 / healthy: over the same process\'s p50 on all 5 nodes just before the kill (median over rounds).'],
     );
   }
 
@@ -456,7 +460,10 @@ try {
         ready: () => paused.forEach((n) => signal(n, 'SIGSTOP')),
         result: () => paused.forEach((n) => signal(n, 'SIGCONT')),
       })),
-      ['"timeout": 3 acquire or release calls did not finish within the deadline (the library waits for every node).'],
+      [
+        '"timeout": 3 acquire or release calls did not finish within the deadline (the library waits for every node).',
+        'p50 / healthy: over the same process\'s p50 on all 5 nodes just before the pause (median over rounds).',
+      ],
     );
   }
 

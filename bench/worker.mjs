@@ -81,6 +81,18 @@ if (scenario === 'probe') {
   let generation = 0;
   const key = (i) => `l:${tag}:${generation}:${i % 64}`;
   for (let i = 0; i < (params.warmup ?? 200); i++) await cycle(key(i)).catch(() => undefined);
+  // With `baseline`, the same cycles first on healthy nodes, in this same process: the
+  // degraded p50 is compared with it (a healthy p50 measured at another time of the run
+  // would carry the machine's drift).
+  let baselineP50;
+  if (params.baseline) {
+    const healthy = [];
+    for (let i = 0; i < params.cycles; i++) {
+      const t = performance.now();
+      await cycle(key(i)).then(() => healthy.push((performance.now() - t) * 1000), () => undefined);
+    }
+    baselineP50 = percentile(healthy.sort((a, b) => a - b), 0.5);
+  }
   await ready();
   const reused = [];
   const fresh = [];
@@ -112,6 +124,7 @@ if (scenario === 'probe') {
       ? { timeout: timeouts >= 3, error: firstError, ok: reused.length, failed }
       : {
           p50: percentile(reused, 0.5),
+          baselineP50,
           p99: percentile(reused, 0.99),
           n: reused.length,
           ...(fresh.length ? { newP50: percentile(fresh, 0.5), newP99: percentile(fresh, 0.99) } : {}),
