@@ -68,7 +68,6 @@ export class Redlock implements LockOwner {
   private readonly nodes: readonly LockNode[];
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
-  /** Locks this client holds, with their keys and the nodes their acquire was sent to. */
   /** Per held lock: its keys, the nodes its acquire went to, and its waiter id if it queued (RELEASE leaves the queues). */
   private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
   private readonly notifier: WakeNotifier;
