@@ -24,7 +24,7 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
-interface QueuedCommand {
+interface Command {
   readonly script: Script;
   readonly keys: readonly string[];
   readonly args: readonly (string | number)[];
@@ -58,7 +58,7 @@ export class LockNode {
    */
   private readonly pending = new Map<(error: Error) => void, number>();
   /** Commands waiting for this tick's pipelined write. */
-  private batch: QueuedCommand[] | undefined;
+  private batch: Command[] | undefined;
   /** A cluster would need one slot per pipeline, and a test double may have none: those send one by one. */
   private readonly batching: boolean;
 
@@ -197,16 +197,22 @@ export class LockNode {
       // of this tick in one pipelined write: many concurrent locks share round trips.
       const direct = this.pending.size === 0 || !this.batching;
       this.pending.set(fail, performance.now());
-      const sent =
-        this.firstReady && this.client.status !== 'ready'
-          ? this.firstReady.then(() => this.send(script, keys, args, direct))
-          : this.send(script, keys, args, direct);
-      sent.then(answer, fail);
+      const command: Command = { script, keys, args, resolve: answer, reject: fail };
+      if (this.firstReady && this.client.status !== 'ready') this.firstReady.then(() => this.send(command, direct), fail);
+      else this.send(command, direct);
     });
   }
 
-  private send(script: Script, keys: readonly string[], args: readonly (string | number)[], direct: boolean): Promise<unknown> {
-    return direct ? runScript(this.client, script, keys, args) : this.enqueue(script, keys, args);
+  private send(command: Command, direct: boolean): void {
+    if (direct) {
+      runScript(this.client, command.script, command.keys, command.args).then(command.resolve, command.reject);
+      return;
+    }
+    if (!this.batch) {
+      this.batch = [];
+      process.nextTick(() => this.flush());
+    }
+    this.batch.push(command);
   }
 
   /** Fails every unanswered command (their connection is gone). */
@@ -214,23 +220,12 @@ export class LockNode {
     for (const fail of [...this.pending.keys()]) fail(error);
   }
 
-  private enqueue(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      if (!this.batch) {
-        this.batch = [];
-        process.nextTick(() => this.flush());
-      }
-      this.batch.push({ script, keys, args, resolve, reject });
-    });
-  }
-
   /** Sends this tick's queued commands as one pipeline. */
   private flush(): void {
     const batch = this.batch!;
     this.batch = undefined;
     if (batch.length === 1) {
-      const [only] = batch;
-      runScript(this.client, only!.script, only!.keys, only!.args).then(only!.resolve, only!.reject);
+      this.send(batch[0]!, true);
       return;
     }
     const pipeline = (this.client as Redis).pipeline();
@@ -240,7 +235,7 @@ export class LockNode {
         batch.forEach((c, i) => {
           const [error, reply] = results?.[i] ?? [new Error('no reply in pipeline')];
           if (!error) return c.resolve(reply);
-          if (error.message.startsWith('NOSCRIPT')) return void runScript(this.client, c.script, c.keys, c.args).then(c.resolve, c.reject);
+          if (error.message.startsWith('NOSCRIPT')) return this.send(c, true);
           c.reject(error);
         }),
       (error: unknown) => batch.forEach((c) => c.reject(error)),

@@ -194,8 +194,8 @@ export class Redlock implements LockOwner {
     const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0, 0];
     const releaseArgs = [value, fair ? 1 : 0, this.wakePrefix];
     const attempts: AttemptReport[] = [];
-    // Already subscribed to these resources (waited on them a moment ago): watch
-    // from the first attempt, so a release during it is not missed.
+    // This client's wake channel already subscribed (it waited before): watch from
+    // the first attempt, so a release during it is not missed.
     let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
@@ -410,8 +410,9 @@ export class Redlock implements LockOwner {
 
   /**
    * Deletes the lock's keys on every node (compare-and-delete: never another
-   * holder's); resolves once a quorum confirmed. Idempotent. Rejects with `QuorumUnreachableError` when fewer than
-   * a quorum of nodes confirmed; the keys then expire at the end of the ttl.
+   * holder's); resolves once a quorum confirmed. Idempotent. Rejects with
+   * `QuorumUnreachableError` when fewer than a quorum of nodes confirmed; the
+   * keys then expire at the end of the ttl.
    */
   async release(lock: Lock): Promise<void> {
     const held = this.held.get(lock);
