@@ -33,7 +33,11 @@ const ping = (node: LockNode): Promise<string> =>
 export async function pingNodes(nodes: readonly LockNode[], timeout: number): Promise<NodeHealth[]> {
   const round = await broadcast(
     nodes,
-    (node) => node.connect().then(() => ping(node)),
+    (node, done) =>
+      void node
+        .connect()
+        .then(() => ping(node))
+        .then((reply) => done(undefined, reply), (error: unknown) => done(error ?? new Error('PING failed'))),
     (reply, node) => ({ outcome: reply !== 'PONG' ? 'error' : node.excluded ? 'excluded' : 'ok' }),
     nodes.length,
     timeout,

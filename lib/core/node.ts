@@ -24,13 +24,8 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
-interface Command {
-  readonly script: Script;
-  readonly keys: readonly string[];
-  readonly args: readonly (string | number)[];
-  readonly resolve: (reply: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
+/** Called once with a command's reply, or with its error. */
+export type Done = (error: unknown, reply?: unknown) => void;
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
@@ -56,18 +51,16 @@ export class LockNode {
    * when it was given. Map order is insertion order, so the first entry says
    * how long the node has been silent.
    */
-  private readonly pending = new Map<(error: Error) => void, number>();
-  /** Commands waiting for this tick's pipelined write. */
-  private batch: Command[] | undefined;
-  /** A cluster would need one slot per pipeline, and a test double may have none: those send one by one. */
-  private readonly batching: boolean;
+  private readonly pending = new Map<Done, number>();
+  /** A standalone ioredis client, whose socket can be corked; a cluster or a test double sends one by one. */
+  private readonly corkable: boolean;
 
   private constructor(
     readonly client: RedisClient,
     readonly owned: boolean,
   ) {
     this.identity = identityOf(client);
-    this.batching = !(client instanceof Cluster) && typeof (client as Partial<Redis>).pipeline === 'function';
+    this.corkable = client instanceof Redis;
     if (client instanceof Redis) {
       // A command in flight when the connection drops has an unknown outcome, and
       // ioredis never settles it unless it resends it after the reconnect (off for
@@ -75,7 +68,7 @@ export class LockNode {
       // and keep the node counted as hung.
       client.on('close', () => this.failPending(new Error(`connection to ${this.label} closed before it answered`)));
     }
-    if (this.batching) {
+    if (typeof (client as Partial<Redis>).pipeline === 'function' && !(client instanceof Cluster)) {
       const load = () => {
         const pipeline = (client as Redis).pipeline();
         for (const script of NODE_SCRIPTS) pipeline.script('LOAD', script.lua);
@@ -185,61 +178,51 @@ export class LockNode {
     return false;
   }
 
-  run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const fail = (error: unknown) => {
-        if (this.pending.delete(fail)) reject(error);
-      };
-      const answer = (reply: unknown) => {
-        if (this.pending.delete(fail)) resolve(reply);
-      };
-      // Nothing in flight: send now (no added latency). Otherwise join the commands
-      // of this tick in one pipelined write: many concurrent locks share round trips.
-      const direct = this.pending.size === 0 || !this.batching;
-      this.pending.set(fail, performance.now());
-      const command: Command = { script, keys, args, resolve: answer, reject: fail };
-      if (this.firstReady && this.client.status !== 'ready') this.firstReady.then(() => this.send(command, direct), fail);
-      else this.send(command, direct);
-    });
+  /**
+   * Runs `script` on this node and calls `done` once with its reply or error.
+   * With nothing in flight the command is written at once (no added latency);
+   * otherwise the socket is corked until the end of this tick, so that the
+   * commands of many concurrent locks share one write.
+   */
+  send(script: Script, keys: readonly string[], args: readonly (string | number)[], done: Done): void {
+    let open = true;
+    const settle: Done = (error, reply) => {
+      if (!open) return;
+      open = false;
+      this.pending.delete(settle);
+      done(error, reply);
+    };
+    const corks = this.pending.size > 0;
+    this.pending.set(settle, performance.now());
+    if (this.firstReady && this.client.status !== 'ready') {
+      this.firstReady.then(() => this.write(script, keys, args, settle, false), settle);
+    } else {
+      this.write(script, keys, args, settle, corks);
+    }
   }
 
-  private send(command: Command, direct: boolean): void {
-    if (direct) {
-      runScript(this.client, command.script, command.keys, command.args).then(command.resolve, command.reject);
-      return;
+  /** `send` as a promise, for paths off the lock's hot path. */
+  run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return new Promise((resolve, reject) =>
+      this.send(script, keys, args, (error, reply) => (error === undefined ? resolve(reply) : reject(error))),
+    );
+  }
+
+  private write(script: Script, keys: readonly string[], args: readonly (string | number)[], done: Done, cork: boolean): void {
+    const stream = cork && this.corkable ? (this.client as Redis).stream : undefined;
+    if (stream && !stream.writableCorked) {
+      stream.cork();
+      process.nextTick(() => stream.uncork());
     }
-    if (!this.batch) {
-      this.batch = [];
-      process.nextTick(() => this.flush());
-    }
-    this.batch.push(command);
+    runScript(this.client, script, keys, args).then(
+      (reply) => done(undefined, reply),
+      (error: unknown) => done(error ?? new Error('command failed')),
+    );
   }
 
   /** Fails every unanswered command (their connection is gone). */
   private failPending(error: Error): void {
     for (const fail of [...this.pending.keys()]) fail(error);
-  }
-
-  /** Sends this tick's queued commands as one pipeline. */
-  private flush(): void {
-    const batch = this.batch!;
-    this.batch = undefined;
-    if (batch.length === 1) {
-      this.send(batch[0]!, true);
-      return;
-    }
-    const pipeline = (this.client as Redis).pipeline();
-    for (const c of batch) pipeline.evalsha(c.script.sha, c.keys.length, ...c.keys, ...c.args);
-    pipeline.exec().then(
-      (results) =>
-        batch.forEach((c, i) => {
-          const [error, reply] = results?.[i] ?? [new Error('no reply in pipeline')];
-          if (!error) return c.resolve(reply);
-          if (error.message.startsWith('NOSCRIPT')) return this.send(c, true);
-          c.reject(error);
-        }),
-      (error: unknown) => batch.forEach((c) => c.reject(error)),
-    );
   }
 
   /**

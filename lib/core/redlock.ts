@@ -26,6 +26,7 @@ import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
 import { broadcast, type RoundResult, type Verdict } from './round.js';
 import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE } from './scripts.js';
+import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
 import { WakeNotifier } from './wake-notifier.js';
 
@@ -78,6 +79,7 @@ export class Redlock implements LockOwner {
   private readonly identity: string;
   /** Names this client in its waiters' ids and its wake channel (random: two processes never share one). */
   private readonly clientId = randomBytes(6).toString('hex');
+  private readonly random = new RandomPool();
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
   private readonly wakePrefix: string;
   private closed = false;
@@ -181,9 +183,9 @@ export class Redlock implements LockOwner {
     const keys = this.layout.forLock(names, retention > 0, fair);
     // One draw for both: the secret value, and the public id (unrelated bytes),
     // which doubles as the waiter id in the nodes' queues.
-    const random = randomBytes(VALUE_BYTES + 8);
-    const value = random.toString('base64url', 0, VALUE_BYTES) + this.identity;
-    const id = random.toString('hex', VALUE_BYTES);
+    const [random, at] = this.random.take(VALUE_BYTES + 8);
+    const value = random.toString('base64url', at, at + VALUE_BYTES) + this.identity;
+    const id = random.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8);
     // A waiter's id names its client, whose channel the release wakes it on.
     const waiter = fair && retry.retryCount > 0 ? `${this.clientId}.${id}` : '';
     // The queue position: when this call began, in µs on this host's clock. The same
@@ -227,7 +229,7 @@ export class Redlock implements LockOwner {
       acquireArgs[8] = Date.now() * 1000;
       const round = await broadcast(
         this.nodes,
-        (node) => node.run(ACQUIRE, keys.acquire, acquireArgs),
+        (node, done) => node.send(ACQUIRE, keys.acquire, acquireArgs, done),
         acquireVerdict,
         this.quorum,
         nodeTimeout,
@@ -289,7 +291,7 @@ export class Redlock implements LockOwner {
       if (undo.includes(true)) {
         await broadcast(
           this.nodes,
-          (node) => node.run(RELEASE, keys.release, releaseArgs),
+          (node, done) => node.send(RELEASE, keys.release, releaseArgs, done),
           releaseVerdict,
           this.quorum,
           nodeTimeout,
@@ -330,7 +332,7 @@ export class Redlock implements LockOwner {
   private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number): void {
     void broadcast(
       this.nodes,
-      (node) => node.run(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix]),
+      (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
       releaseVerdict,
       this.quorum,
       nodeTimeout,
@@ -378,7 +380,7 @@ export class Redlock implements LockOwner {
     const t0 = performance.now();
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(EXTEND, keys, [secretOf(lock), newTtl]),
+      (node, done) => node.send(EXTEND, keys, [secretOf(lock), newTtl], done),
       heldVerdict,
       this.quorum,
       this.nodeTimeoutFor(newTtl),
@@ -421,7 +423,7 @@ export class Redlock implements LockOwner {
     lock.markReleased();
     const round = await broadcast(
       this.nodes,
-      (node) => node.run(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix, held.queuedAs]),
+      (node, done) => node.send(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix, held.queuedAs], done),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),
@@ -559,7 +561,7 @@ export class Redlock implements LockOwner {
     const others = this.nodes.filter((_, i) => !agreeing.has(i));
     const confirm = await broadcast(
       others,
-      (node) => node.run(CONFIRM_TOKEN, scriptKeys, [args[0], String(token), args[2], args[3]]),
+      (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, [args[0], String(token), args[2], args[3]], done),
       heldVerdict,
       this.quorum - agreeing.size,
       nodeTimeout,

@@ -1,5 +1,5 @@
 import { describe } from './errors/invalid-argument.error.js';
-import type { LockNode } from './node.js';
+import type { Done, LockNode } from './node.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
 /** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
@@ -50,7 +50,7 @@ export type Targets = 'live' | readonly boolean[];
  */
 export function broadcast(
   nodes: readonly LockNode[],
-  send: (node: LockNode) => Promise<unknown>,
+  send: (node: LockNode, done: Done) => void,
   classify: (reply: unknown, node: LockNode) => Verdict,
   quorum: number,
   timeout: number,
@@ -118,33 +118,31 @@ export function broadcast(
         return;
       }
       sent[index] = true;
-      let reply: Promise<unknown>;
-      try {
-        reply = send(node);
-      } catch (error) {
-        reply = Promise.reject(error);
-      }
-      reply.then(
-        (reply) => {
-          let verdict: Verdict;
-          try {
-            verdict = classify(reply, node);
-          } catch {
-            // Not a reply this script gives: never let it escape as an uncaught error.
-            record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describe(reply)}` });
-            return;
-          }
-          record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
-        },
-        (error: unknown) => {
+      const done: Done = (error, reply) => {
+        if (error !== undefined) {
           record({
             node: node.label,
             outcome: 'error',
             ms: performance.now() - started,
             error: error instanceof Error ? error.message : String(error),
           });
-        },
-      );
+          return;
+        }
+        let verdict: Verdict;
+        try {
+          verdict = classify(reply, node);
+        } catch {
+          // Not a reply this script gives: never let it escape as an uncaught error.
+          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describe(reply)}` });
+          return;
+        }
+        record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
+      };
+      try {
+        send(node, done);
+      } catch (error) {
+        done(error ?? new Error('send failed'));
+      }
     });
   });
 }

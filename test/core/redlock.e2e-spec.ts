@@ -340,6 +340,50 @@ describe('scripts', () => {
   });
 });
 
+describe('batching', () => {
+  /** Counts the socket writes of each client (one per syscall batch: `_write` or `_writev`). */
+  function countWrites(nodes: Redis[]): number[] {
+    const writes = nodes.map(() => 0);
+    nodes.forEach((node, i) => {
+      const stream = node.stream as unknown as Record<'_write' | '_writev', (...args: unknown[]) => unknown>;
+      for (const method of ['_write', '_writev'] as const) {
+        const original = stream[method].bind(stream);
+        stream[method] = (...args: unknown[]) => {
+          writes[i]!++;
+          return original(...args);
+        };
+      }
+    });
+    return writes;
+  }
+
+  it('an idle acquire is one write per node; 64 concurrent ones share a few', async () => {
+    const nodes = fleet.urls.map((url) => new Redis(url));
+    try {
+      await Promise.all(nodes.map((n) => n.ping()));
+      const redlock = client({ nodes, retryCount: 0 });
+      await (await redlock.acquire('warm', 5000)).release();
+      const writes = countWrites(nodes);
+
+      const one = await redlock.acquire('alone', 5000);
+      // The quorum decided; the other nodes' answers may still be on their way.
+      await until(() => writes.every((w) => w === 1), 'one write per node');
+      expect(writes).toEqual([1, 1, 1, 1, 1]);
+      await one.release();
+      await until(() => writes.every((w) => w === 2), 'the release written');
+
+      const locks = await Promise.all(Array.from({ length: 64 }, (_, i) => redlock.acquire(`many:${i}`, 5000)));
+      await Promise.all(locks.map((l) => l.release()));
+      for (let i = 0; i < 5; i++) expect(await raw[i]!.keys('redlock:lock:many:*')).toEqual([]);
+      // 128 scripts per node (64 acquires, 64 releases): the first of each burst is
+      // written alone, the rest of the burst in one write.
+      for (const w of writes) expect(w - 2).toBeLessThanOrEqual(8);
+    } finally {
+      nodes.forEach((n) => n.disconnect());
+    }
+  });
+});
+
 describe('restart guard', () => {
   it('does not count a node that restarted without its data inside the window', async () => {
     const uptime = async (i: number) => Number(/uptime_in_seconds:(\d+)/.exec(await raw[i]!.info('server'))![1]);
