@@ -193,8 +193,10 @@ export class Redlock implements LockOwner {
     // and second on others could leave nobody with a quorum); ms were too coarse: two
     // waiters of one millisecond were ordered by their random ids.
     const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
-    const acquireArgs = [value, lockTtl, names.length, retention, fair ? 1 : 0, waiter, since, 0, 0];
-    const releaseArgs = [value, fair ? 1 : 0, this.wakePrefix];
+    // Strings, made once: the five nodes' commands share them, and ioredis would
+    // convert each number again for each command.
+    const acquireArgs = [value, String(lockTtl), String(names.length), String(retention), fair ? '1' : '0', waiter, String(since), '', ''];
+    const releaseArgs = [value, fair ? '1' : '0', this.wakePrefix];
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
@@ -224,9 +226,9 @@ export class Redlock implements LockOwner {
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       const t0 = performance.now();
       // A queue entry lives long enough to survive the wait until the next attempt.
-      acquireArgs[7] = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
+      acquireArgs[7] = String(2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100);
       // Where a missing fencing counter starts: this clock in µs, one value for every node.
-      acquireArgs[8] = Date.now() * 1000;
+      acquireArgs[8] = String(Date.now() * 1000);
       const round = await broadcast(
         this.nodes,
         (node, done) => node.send(ACQUIRE, keys.acquire, acquireArgs, done),
@@ -377,10 +379,11 @@ export class Redlock implements LockOwner {
       throw new LockLostError(lock.resources, 'expired');
     }
     const keys = this.held.get(lock)!.keys.locks;
+    const args = [secretOf(lock), String(newTtl)];
     const t0 = performance.now();
     const round = await broadcast(
       this.nodes,
-      (node, done) => node.send(EXTEND, keys, [secretOf(lock), newTtl], done),
+      (node, done) => node.send(EXTEND, keys, args, done),
       heldVerdict,
       this.quorum,
       this.nodeTimeoutFor(newTtl),
@@ -421,9 +424,10 @@ export class Redlock implements LockOwner {
     if (!held || !this.held.delete(lock)) return;
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
+    const args = [secretOf(lock), this.options.fairWaiting ? '1' : '0', this.wakePrefix, held.queuedAs];
     const round = await broadcast(
       this.nodes,
-      (node, done) => node.send(RELEASE, held.keys.release, [secretOf(lock), this.options.fairWaiting ? 1 : 0, this.wakePrefix, held.queuedAs], done),
+      (node, done) => node.send(RELEASE, held.keys.release, args, done),
       releaseVerdict,
       this.quorum,
       this.nodeTimeoutFor(lock.ttl),
@@ -559,9 +563,10 @@ export class Redlock implements LockOwner {
     const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
     if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
     const others = this.nodes.filter((_, i) => !agreeing.has(i));
+    const confirmArgs = [args[0], String(token), String(args[2]), String(args[3])];
     const confirm = await broadcast(
       others,
-      (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, [args[0], String(token), args[2], args[3]], done),
+      (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, confirmArgs, done),
       heldVerdict,
       this.quorum - agreeing.size,
       nodeTimeout,
