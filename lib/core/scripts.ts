@@ -50,20 +50,11 @@ export const ACQUIRE = script(
   `
 local value = ARGV[1]
 local n = tonumber(ARGV[3])
-local retention = tonumber(ARGV[4])
+local retention = ARGV[4]
 local fair = ARGV[5] == '1'
 local waiter = ARGV[6]
 local q0 = n
-if retention > 0 then q0 = 2 * n end
-local now
-local function clock()
-  if not now then
-    if redis.replicate_commands then redis.replicate_commands() end
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now
-end
+if retention ~= '0' then q0 = 2 * n end
 -- ioredis may send a command twice after a reconnect. If every key already holds
 -- this value, the first run took them: answer the same without raising counters.
 local mine = 0
@@ -77,32 +68,42 @@ for i = 1, n do
     break
   end
 end
+-- The server's clock in ms, read only on the paths that need it.
+local now
 -- A free resource is reserved for the longest waiter whose entry is still fresh:
 -- the process that just released cannot take it straight back.
 local reserved = false
 if fair and not blocker and mine < n then
   for i = 1, n do
     local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
-    while true do
-      local head = redis.call('ZRANGE', q, 0, 0)[1]
-      if not head or head == waiter then break end
-      if tonumber(redis.call('HGET', d, head) or '0') >= clock() then
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    while head and head ~= waiter do
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      if tonumber(redis.call('HGET', d, head) or '0') >= now then
         reserved = true
         break
       end
       redis.call('ZREM', q, head)
       redis.call('HDEL', d, head)
+      head = redis.call('ZRANGE', q, 0, 0)[1]
     end
     if reserved then break end
   end
 end
 if blocker or reserved then
   if fair and waiter ~= '' then
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
     local ttl = tonumber(ARGV[8])
     for i = 1, n do
       local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', ARGV[7], waiter)
-      redis.call('HSET', d, waiter, clock() + ttl)
+      redis.call('HSET', d, waiter, now + ttl)
       redis.call('PEXPIRE', q, ttl)
       redis.call('PEXPIRE', d, ttl)
     end
@@ -117,7 +118,7 @@ if mine < n then
 end
 -- The waiter stays queued here: if this attempt fails on the quorum, it must
 -- keep its place on this node too. It leaves once it holds the lock.
-if retention == 0 then
+if retention == '0' then
   return {1, 0}
 end
 -- Fencing: one token for the lock, above every resource's counter. A missing
@@ -126,13 +127,24 @@ end
 -- microseconds: above every token issued before as long as that clock has not
 -- stepped back, and the same on every node, so that a new resource's nodes
 -- agree on its first token without a write-back round.
-local token = 0
 if mine == n then
+  local token = 0
   for i = n + 1, 2 * n do
     token = math.max(token, tonumber(redis.call('GET', KEYS[i]) or '0'))
   end
   return {1, token}
 end
+if n == 1 then
+  -- One resource: INCR does the read and the raise (1 = the counter was missing).
+  local c = redis.call('INCR', KEYS[2])
+  if c == 1 then
+    redis.call('SET', KEYS[2], ARGV[9], 'PX', retention)
+    return {1, tonumber(ARGV[9])}
+  end
+  redis.call('PEXPIRE', KEYS[2], retention)
+  return {1, c}
+end
+local token = 0
 for i = n + 1, 2 * n do
   local c = tonumber(redis.call('GET', KEYS[i]) or '')
   if c then
@@ -249,27 +261,30 @@ return {1, redis.call('GET', KEYS[1])}
 export const RELEASE = script(
   'release',
   `
-local fair = ARGV[2] == '1'
-local n = #KEYS
-if fair then n = #KEYS / 3 end
-local waiter = ARGV[4] or ''
+local value = ARGV[1]
 local deleted = 0
+if ARGV[2] ~= '1' then
+  for i = 1, #KEYS do
+    if redis.call('GET', KEYS[i]) == value then
+      redis.call('DEL', KEYS[i])
+      deleted = deleted + 1
+    end
+  end
+  return deleted
+end
+local n = #KEYS / 3
+local waiter = ARGV[4] or ''
 for i = 1, n do
-  local freed = redis.call('GET', KEYS[i]) == ARGV[1]
-  if freed then
+  local q = KEYS[n + 2 * i - 1]
+  if waiter ~= '' then
+    redis.call('ZREM', q, waiter)
+    redis.call('HDEL', KEYS[n + 2 * i], waiter)
+  end
+  if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-  end
-  if fair then
-    local q = KEYS[n + 2 * i - 1]
-    if waiter ~= '' then
-      redis.call('ZREM', q, waiter)
-      redis.call('HDEL', KEYS[n + 2 * i], waiter)
-    end
-    if freed then
-      local head = redis.call('ZRANGE', q, 0, 0)[1]
-      if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
-    end
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return deleted

@@ -399,6 +399,16 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         for (let i = n; i < 2 * n; i++) token = Math.max(token, luaNumber(ops.get(KEYS[i]!)) ?? 0);
         return [1, token];
       }
+      if (n === 1) {
+        // INCR: a counter that was missing (or 0) reads 1, and is reborn at ARGV[9].
+        const c = (luaNumber(ops.get(KEYS[1]!)) ?? 0) + 1;
+        if (c === 1) {
+          ops.set(KEYS[1]!, ARGV[8]!, String(retention));
+          return [1, Number(ARGV[8])];
+        }
+        ops.set(KEYS[1]!, formatInteger(c), String(retention));
+        return [1, c];
+      }
       for (let i = n; i < 2 * n; i++) {
         let c = luaNumber(ops.get(KEYS[i]!));
         // A missing counter is reborn at the client's clock in microseconds (ARGV[9]).
@@ -508,12 +518,12 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'd0db7c35161cf65f25ec466d3cf284a665515819',
+  acquire: '4b328932733b75fb9914dd65f0dd3b207b9bed47',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '999f009d733a5a27c3e294c59653953ea06331ff',
+  release: 'f0475d75c70a0429fda58028231a1137404b1e54',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
 });
 
