@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { NODE_SCRIPTS, runScript, type Script } from './scripts.js';
+import { NODE_SCRIPTS, sendScript, type Done, type Script } from './scripts.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -24,8 +24,7 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
-/** Called once with a command's reply, or with its error. */
-export type Done = (error: unknown, reply?: unknown) => void;
+export type { Done };
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
@@ -214,10 +213,7 @@ export class LockNode {
       stream.cork();
       process.nextTick(() => stream.uncork());
     }
-    runScript(this.client, script, keys, args).then(
-      (reply) => done(undefined, reply),
-      (error: unknown) => done(error ?? new Error('command failed')),
-    );
+    sendScript(this.client, script, keys, args, done);
   }
 
   /** Fails every unanswered command (their connection is gone). */

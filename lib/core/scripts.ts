@@ -20,17 +20,39 @@ export interface ScriptRunner {
   eval(lua: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
 }
 
-/** Runs a script by SHA; on NOSCRIPT (a restarted or flushed node) sends it once with EVAL, which caches it. */
+/** Called once with a command's reply, or with its error. */
+export type Done = (error: unknown, reply?: unknown) => void;
+
+/**
+ * Runs a script by SHA; on NOSCRIPT (a restarted or flushed node) sends it once
+ * with EVAL, which caches it. Callback style: the lock's hot path makes no
+ * promise of its own per command.
+ */
+export function sendScript(
+  client: ScriptRunner,
+  script: Script,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+  done: Done,
+): void {
+  const failed = (error: unknown) => done(error ?? new Error(`${script.name} failed`));
+  const answered = (reply: unknown) => done(undefined, reply);
+  client.evalsha(script.sha, keys.length, ...keys, ...args).then(answered, (error: unknown) => {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
+    client.eval(script.lua, keys.length, ...keys, ...args).then(answered, failed);
+  });
+}
+
+/** `sendScript` as a promise. */
 export function runScript(
   client: ScriptRunner,
   script: Script,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return client.eval(script.lua, keys.length, ...keys, ...args);
-  });
+  return new Promise((resolve, reject) =>
+    sendScript(client, script, keys, args, (error, reply) => (error === undefined ? resolve(reply) : reject(error))),
+  );
 }
 
 /**
