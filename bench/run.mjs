@@ -354,7 +354,7 @@ try {
     const serverMed = Object.fromEntries(LIBS.map((l) => [l, median(tpServer[l])]));
     results.scenarios.throughput64 = { median: tpMed, rounds: tp, clientCpuPerCycle: cpuMed, redisCpuPerCycle: serverMed, errors: tpErrors };
     table(
-      `64 concurrent callers in one process, distinct keys (${P.tpRounds} rounds x ${P.tpMs / 1000} s)`,
+      `64 concurrent callers in one process, distinct keys (${P.tpRounds} rounds x ${P.tpMs / 1000} s, each after ${P.tpMs / 1000} s of warm-up)`,
       ['library', 'cycles/s', 'vs best peer', 'vs raw', 'client CPU µs/cycle', 'redis CPU µs/cycle'],
       LIBS.map((l) => [l, fmt(tpMed[l]), ratio(tpMed[l], bestPeer), ratio(tpMed[l], tpMed.raw), fmt(cpuMed[l]), fmt(serverMed[l])]),
       [

@@ -133,27 +133,36 @@ if (scenario === 'probe') {
           firstError,
         };
 } else if (scenario === 'throughput') {
-  await cycles(512, params.concurrency, 't', 4); // locks every key once: see 'latency'
-  await ready();
-  let done = 0;
-  let failed = 0;
-  let firstError;
-  const cpu = process.cpuUsage();
-  const end = performance.now() + params.ms;
-  await Promise.all(
-    Array.from({ length: params.concurrency }, async (_, c) => {
-      for (let i = 0; performance.now() < end; i++) {
-        try {
-          await cycle(`t:${tag}:${c}:${i % 4}`);
-          done++;
-        } catch (e) {
-          failed++;
-          firstError ??= message(e);
-          await yieldToIo(); // see `cycle`
+  /** `concurrency` callers cycling on their own 4 keys each for `ms`. */
+  const run = async (ms) => {
+    let done = 0;
+    let failed = 0;
+    let firstError;
+    const end = performance.now() + ms;
+    await Promise.all(
+      Array.from({ length: params.concurrency }, async (_, c) => {
+        for (let i = 0; performance.now() < end; i++) {
+          try {
+            await cycle(`t:${tag}:${c}:${i % 4}`);
+            done++;
+          } catch (e) {
+            failed++;
+            firstError ??= message(e);
+            await yieldToIo(); // see `cycle`
+          }
         }
-      }
-    }),
-  );
+      }),
+    );
+    return { done, failed, firstError };
+  };
+  await cycles(512, params.concurrency, 't', 4); // locks every key once: see 'latency'
+  // Steady state, not start-up: as long again as the measurement, so that every
+  // library's hot path is compiled (V8 tiers functions up after thousands of calls;
+  // 512 cycles were too few, and the first part of the window ran unoptimized code).
+  await run(params.warmMs ?? params.ms);
+  await ready();
+  const cpu = process.cpuUsage();
+  const { done, failed, firstError } = await run(params.ms);
   const used = process.cpuUsage(cpu);
   result = { perSecond: (done / params.ms) * 1000, done, cpuPerCycle: (used.user + used.system) / done, failed, firstError };
 } else if (scenario === 'contend') {
