@@ -113,6 +113,10 @@ export class Redlock implements LockOwner {
       }
     }
     this.connecting = this.connect();
+    // A client whose calls wait by default will wait sooner or later: its wake
+    // channel is subscribed up front (calls that wait only by their own options
+    // subscribe on their first wait).
+    if (this.options.fairWaiting && this.options.retryCount > 0) this.notifier.start();
   }
 
   /** `host:port/db` of each node, in order; never credentials. */

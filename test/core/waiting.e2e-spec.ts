@@ -46,15 +46,26 @@ describe('waiting for a busy resource', () => {
       async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
       'the subscriptions',
     );
-    // Only that client listens there: the holder's client is not woken by the releases.
-    expect((await raw[0]!.pubsub('CHANNELS', 'redlock:wake:*')).sort()).toEqual([channel]);
-    await sleep(50); // let the subscription-confirmed retry come and go
-    const released = performance.now();
-    await held.release();
-    const lock = await waiting;
-    expect(performance.now() - released).toBeLessThan(200);
-    await lock.release();
-    expect(await queueKeysLeft()).toEqual([]);
+    // Every client has a channel of its own (subscribed up front when its calls wait by
+    // default); the release publishes on the waiter's only, so no other client is woken.
+    const listener = new Redis(fleet.urls[0]!);
+    const published: string[] = [];
+    listener.on('pmessage', (_pattern: string, at: string) => published.push(at));
+    await listener.psubscribe('redlock:wake:*');
+    try {
+      expect((await raw[0]!.pubsub('CHANNELS', 'redlock:wake:*')).length).toBe(2);
+      await sleep(50); // let the subscription-confirmed retry come and go
+      const released = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - released).toBeLessThan(200);
+      await until(() => published.length > 0, 'the release published on node 0');
+      expect(published).toEqual([channel]);
+      await lock.release();
+      expect(await queueKeysLeft()).toEqual([]);
+    } finally {
+      listener.disconnect();
+    }
   });
 
   it('hands a freed resource to the longest waiter, not to the process that just released', async () => {
