@@ -24,8 +24,6 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
-export type { Done };
-
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**

@@ -245,7 +245,7 @@ export class Redlock implements LockOwner {
       let token: number | undefined;
       let taken = round.yes.length >= this.quorum;
       if (taken && retention > 0) {
-        const confirmed = await this.confirmToken(round, [value, 0, names.length, retention], keys.confirm, nodeTimeout);
+        const confirmed = await this.confirmToken(round, value, keys.confirm, nodeTimeout);
         token = confirmed.token;
         taken = confirmed.ok;
         reports = confirmed.reports;
@@ -558,7 +558,8 @@ export class Redlock implements LockOwner {
    */
   private async confirmToken(
     round: RoundResult,
-    args: [string, number, number, number],
+    value: string,
+    /** The lock keys, then their fence counters. */
     scriptKeys: readonly string[],
     nodeTimeout: number,
   ): Promise<{ ok: boolean; token: number; reports: readonly NodeReport[] }> {
@@ -567,7 +568,7 @@ export class Redlock implements LockOwner {
     const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
     if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
     const others = this.nodes.filter((_, i) => !agreeing.has(i));
-    const confirmArgs = [args[0], String(token), String(args[2]), String(args[3])];
+    const confirmArgs = [value, String(token), String(scriptKeys.length / 2), String(this.options.fencingRetention)];
     const confirm = await broadcast(
       others,
       (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, confirmArgs, done),

@@ -1,5 +1,6 @@
 import { describe } from './errors/invalid-argument.error.js';
-import type { Done, LockNode } from './node.js';
+import type { LockNode } from './node.js';
+import type { Done } from './scripts.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
 /** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
