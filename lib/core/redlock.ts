@@ -197,10 +197,14 @@ export class Redlock implements LockOwner {
     // and second on others could leave nobody with a quorum); ms were too coarse: two
     // waiters of one millisecond were ordered by their random ids.
     const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
+    // A queue entry lives long enough to survive the wait until the next attempt.
+    const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
+    const queueSpec = !fair ? '' : waiter ? `${waiter} ${since} ${entryTtl}` : '-';
     // Strings, made once: the five nodes' commands share them, and ioredis would
-    // convert each number again for each command.
-    const acquireArgs = [value, String(lockTtl), String(names.length), String(retention), fair ? '1' : '0', waiter, String(since), '', ''];
-    const releaseArgs = [value, fair ? '1' : '0', this.wakePrefix];
+    // convert each number again for each command. The last one, with fencing, is
+    // set for each attempt.
+    const acquireArgs = retention > 0 ? [value, String(lockTtl), queueSpec, String(retention), ''] : [value, String(lockTtl), queueSpec];
+    const releaseArgs = fair ? [value, this.wakePrefix, ''] : [value];
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
@@ -229,10 +233,8 @@ export class Redlock implements LockOwner {
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       const t0 = performance.now();
-      // A queue entry lives long enough to survive the wait until the next attempt.
-      acquireArgs[7] = String(2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100);
-      // Where a missing fencing counter starts: this clock in µs, one value for every node.
-      acquireArgs[8] = String(Date.now() * 1000);
+      // The fencing token's floor: this clock in µs, one value for every node.
+      if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
       const round = await broadcast(
         this.nodes,
         (node, done) => node.send(ACQUIRE, keys.acquire, acquireArgs, done),
@@ -428,7 +430,7 @@ export class Redlock implements LockOwner {
     if (!held || !this.held.delete(lock)) return;
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const args = [secretOf(lock), this.options.fairWaiting ? '1' : '0', this.wakePrefix, held.queuedAs];
+    const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
     const round = await broadcast(
       this.nodes,
       (node, done) => node.send(RELEASE, held.keys.release, args, done),
@@ -550,8 +552,9 @@ export class Redlock implements LockOwner {
    * n reached t(A) while A's key was there (the write-back is conditional on
    * it), so before B's acquire script ran on n, and that script raises the
    * counter: t(B) >= t(A) + 1. No assumption on clocks, pauses or delays.
-   * Assumed: counters never go back (a missing one is reborn at the acquiring
-   * client's clock in microseconds, the same value on every node; a majority
+   * Assumed: counters never go back (every acquisition raises them to at least
+   * the acquiring client's clock in microseconds, the same value on every node,
+   * which is also where a missing one is reborn; a majority
    * restarted without data inside the ttl, or a client clock behind the one
    * that issued the previous tokens, breaks it), scripts run once per value
    * (they are idempotent), and the node set does not change while locks are held.

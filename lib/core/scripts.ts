@@ -60,9 +60,12 @@ export function runScript(
  * KEYS: the n lock keys; then, when fencing is on, the n fence counters; then,
  * when fair waiting is on, for each resource its queue (a sorted set of waiter
  * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
- * ARGV: value, ttl ms, n, fence retention ms (0 = fencing off), fair (1/0),
- * waiter id ('' = do not join the queue), waiter's first-attempt time (ms, µs precision),
- * queue entry ttl (ms), a missing counter's rebirth value (the client's clock in µs).
+ * ARGV: value, ttl ms, the queue spec ('' = fair waiting off; '-' = on, without
+ * joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms', joining it
+ * when refused); then, only when fencing is on, the counters' retention ms and
+ * the acquiring client's clock in µs. Every argument costs on both ends (ioredis
+ * encodes it for each node, the server makes a Lua string of it), so the layout
+ * is told by the counts instead of by flags.
  * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the
  * resource is free but reserved for an earlier waiter.
@@ -71,23 +74,42 @@ export const ACQUIRE = script(
   'acquire',
   `
 local value = ARGV[1]
-local n = tonumber(ARGV[3])
+local spec = ARGV[3]
+local fair = spec ~= ''
 local retention = ARGV[4]
-local fair = ARGV[5] == '1'
-local waiter = ARGV[6]
+local per = 1
+if retention then per = 2 end
+if fair then per = per + 2 end
+local n = #KEYS / per
 local q0 = n
-if retention ~= '0' then q0 = 2 * n end
+if retention then q0 = 2 * n end
+-- The waiter's id, first-attempt time and entry ttl, read from the spec only on
+-- the paths that need them (a queue that is not empty, or joining it).
+local waiter, since, entryTtl
 -- ioredis may send a command twice after a reconnect. If every key already holds
 -- this value, the first run took them: answer the same without raising counters.
 local mine = 0
 local blocker
-for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
-  if v == value then
-    mine = mine + 1
-  elseif v then
-    blocker = i
-    break
+-- One resource (the usual case): SET NX first, one call when the key is free;
+-- undone below if the resource turns out to be reserved.
+local taken = false
+if n == 1 then
+  if redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
+    taken = true
+  elseif redis.call('GET', KEYS[1]) == value then
+    mine = 1
+  else
+    blocker = 1
+  end
+else
+  for i = 1, n do
+    local v = redis.call('GET', KEYS[i])
+    if v == value then
+      mine = mine + 1
+    elseif v then
+      blocker = i
+      break
+    end
   end
 end
 -- The server's clock in ms, read only on the paths that need it.
@@ -99,6 +121,9 @@ if fair and not blocker and mine < n then
   for i = 1, n do
     local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
     local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if head and spec ~= '-' and not waiter then
+      waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$')
+    end
     while head and head ~= waiter do
       if not now then
         local t = redis.call('TIME')
@@ -114,41 +139,36 @@ if fair and not blocker and mine < n then
     end
     if reserved then break end
   end
+  if reserved and taken then redis.call('DEL', KEYS[1]) end
 end
 if blocker or reserved then
-  if fair and waiter ~= '' then
+  if fair and spec ~= '-' then
+    if not waiter then waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$') end
     if not now then
       local t = redis.call('TIME')
       now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     end
-    local ttl = tonumber(ARGV[8])
     for i = 1, n do
       local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
-      redis.call('ZADD', q, 'NX', ARGV[7], waiter)
-      redis.call('HSET', d, waiter, now + ttl)
-      redis.call('PEXPIRE', q, ttl)
-      redis.call('PEXPIRE', d, ttl)
+      redis.call('ZADD', q, 'NX', since, waiter)
+      redis.call('HSET', d, waiter, now + tonumber(entryTtl))
+      redis.call('PEXPIRE', q, entryTtl)
+      redis.call('PEXPIRE', d, entryTtl)
     end
   end
   if blocker then return {0, redis.call('PTTL', KEYS[blocker])} end
   return {0, -3}
 end
-if mine < n then
+if not taken and mine < n then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
   end
 end
 -- The waiter stays queued here: if this attempt fails on the quorum, it must
 -- keep its place on this node too. It leaves once it holds the lock.
-if retention == '0' then
+if not retention then
   return {1, 0}
 end
--- Fencing: one token for the lock, above every resource's counter. A missing
--- counter (never used, expired after the retention, or lost in a restart
--- without data) is reborn at ARGV[9], the acquiring client's clock in
--- microseconds: above every token issued before as long as that clock has not
--- stepped back, and the same on every node, so that a new resource's nodes
--- agree on its first token without a write-back round.
 if mine == n then
   local token = 0
   for i = n + 1, 2 * n do
@@ -156,30 +176,27 @@ if mine == n then
   end
   return {1, token}
 end
-if n == 1 then
-  -- One resource: INCR does the read and the raise (1 = the counter was missing).
-  local c = redis.call('INCR', KEYS[2])
-  if c == 1 then
-    redis.call('SET', KEYS[2], ARGV[9], 'PX', retention)
-    return {1, tonumber(ARGV[9])}
-  end
-  redis.call('PEXPIRE', KEYS[2], retention)
-  return {1, c}
-end
-local token = 0
+-- Fencing: one token for the lock, above every resource's counter and at least
+-- ARGV[5], the acquiring client's clock in µs; every counter is raised to it.
+-- The floor is what a missing counter (never used, expired after the retention,
+-- or lost in a restart without data) is reborn at: above every token issued
+-- before as long as that clock has not stepped back, and the same on every node,
+-- so that nodes agree on the token without a write-back round, even those that
+-- missed acquisitions. SET .. GET writes the floor and reads the old counter in
+-- one call; only a counter at or above the floor (a client with a clock ahead
+-- of this one's, or several acquisitions within one µs) needs a second write.
+local floor = tonumber(ARGV[5])
+local token = floor
 for i = n + 1, 2 * n do
-  local c = tonumber(redis.call('GET', KEYS[i]) or '')
-  if c then
-    c = c + 1
-  else
-    c = tonumber(ARGV[9])
-  end
-  if c > token then token = c end
+  local c = tonumber(redis.call('SET', KEYS[i], ARGV[5], 'PX', retention, 'GET') or '')
+  if c and c >= token then token = c + 1 end
 end
--- string.format keeps all digits: Redis would print a large number in exponent form.
-local text = string.format('%.0f', token)
-for i = n + 1, 2 * n do
-  redis.call('SET', KEYS[i], text, 'PX', retention)
+if token > floor then
+  -- string.format keeps all digits: Redis would print a large number in exponent form.
+  local text = string.format('%.0f', token)
+  for i = n + 1, 2 * n do
+    redis.call('SET', KEYS[i], text, 'PX', retention)
+  end
 end
 return {1, token}
 `,
@@ -272,20 +289,21 @@ return {1, redis.call('GET', KEYS[1])}
 /**
  * Compare-and-delete: delete only the keys that hold this value; where a key
  * was deleted and waiters queue for it, publish the first waiter's id on its
- * client's channel (ARGV[3] followed by the id's part before the first '.')
+ * client's channel (ARGV[2] followed by the id's part before the first '.')
  * to wake it without polling. A holder that had queued for the lock leaves
- * the queues here (ARGV[4], '' when it never queued): it stays their head
+ * the queues here (ARGV[3], '' when it never queued): it stays their head
  * while it holds the lock, which changes nothing (the key refuses everyone),
  * and costs no round of its own.
  * KEYS: the n lock keys, then (when fair waiting is on) each resource's queue and deadlines.
- * ARGV: value, fair (1/0), wake channel prefix, holder's waiter id. Returns how many keys were deleted.
+ * ARGV: value; then, only when fair waiting is on, the wake channel prefix and
+ * the holder's waiter id. Returns how many keys were deleted.
  */
 export const RELEASE = script(
   'release',
   `
 local value = ARGV[1]
 local deleted = 0
-if ARGV[2] ~= '1' then
+if #ARGV == 1 then
   for i = 1, #KEYS do
     if redis.call('GET', KEYS[i]) == value then
       redis.call('DEL', KEYS[i])
@@ -295,7 +313,7 @@ if ARGV[2] ~= '1' then
   return deleted
 end
 local n = #KEYS / 3
-local waiter = ARGV[4] or ''
+local waiter = ARGV[3]
 for i = 1, n do
   local q = KEYS[n + 2 * i - 1]
   if waiter ~= '' then
@@ -306,7 +324,7 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if head then redis.call('PUBLISH', ARGV[3] .. string.match(head, '^[^.]*'), head) end
+    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return deleted

@@ -340,11 +340,13 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
     ACQUIRE,
     (ops, KEYS, ARGV) => {
       const value = ARGV[0]!;
-      const n = Number(ARGV[2]);
-      const retention = Number(ARGV[3]);
-      const fair = ARGV[4] === '1';
-      const waiter = ARGV[5]!;
-      const q0 = retention > 0 ? 2 * n : n;
+      const spec = ARGV[2]!;
+      const fair = spec !== '';
+      const fencing = ARGV[3] !== undefined;
+      const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 2 : 0));
+      const q0 = fencing ? 2 * n : n;
+      // '-': fair, without joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms'.
+      const [waiter, since, entryTtl] = spec === '-' ? [] : spec.split(' ');
       // ioredis may send a command twice after a reconnect: a run that finds all
       // keys with this value took them already.
       let mine = 0;
@@ -358,6 +360,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         }
       }
       // A free resource is reserved for the longest waiter whose entry is still fresh.
+      // (The Lua takes a single key with SET NX first and undoes it when reserved: the same outcome.)
       let reserved = false;
       if (fair && blocker === undefined && mine < n) {
         for (let i = 1; i <= n && !reserved; i++) {
@@ -376,15 +379,15 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         }
       }
       if (blocker !== undefined || reserved) {
-        if (fair && waiter !== '') {
-          const ttl = Number(ARGV[7]);
+        if (fair && waiter !== undefined) {
+          const ttl = Number(entryTtl);
           for (let i = 1; i <= n; i++) {
             const q = KEYS[q0 + 2 * i - 2]!;
             const d = KEYS[q0 + 2 * i - 1]!;
-            ops.zaddNx(q, ARGV[6]!, waiter);
+            ops.zaddNx(q, since!, waiter);
             ops.hset(d, waiter, String(ops.clockMs() + ttl));
-            ops.pexpire(q, String(ttl));
-            ops.pexpire(d, String(ttl));
+            ops.pexpire(q, entryTtl!);
+            ops.pexpire(d, entryTtl!);
           }
         }
         if (blocker !== undefined) return [0, ops.pttl(KEYS[blocker]!)];
@@ -393,30 +396,22 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       if (mine < n) {
         for (let i = 0; i < n; i++) ops.set(KEYS[i]!, value, ARGV[1]!);
       }
-      if (retention === 0) return [1, 0];
-      let token = 0;
+      if (!fencing) return [1, 0];
+      const retention = ARGV[3]!;
       if (mine === n) {
+        let token = 0;
         for (let i = n; i < 2 * n; i++) token = Math.max(token, luaNumber(ops.get(KEYS[i]!)) ?? 0);
         return [1, token];
       }
-      if (n === 1) {
-        // INCR: a counter that was missing (or 0) reads 1, and is reborn at ARGV[9].
-        const c = (luaNumber(ops.get(KEYS[1]!)) ?? 0) + 1;
-        if (c === 1) {
-          ops.set(KEYS[1]!, ARGV[8]!, String(retention));
-          return [1, Number(ARGV[8])];
-        }
-        ops.set(KEYS[1]!, formatInteger(c), String(retention));
-        return [1, c];
-      }
+      // The token: above every counter and at least the client's clock in µs (ARGV[5]); every counter is raised to it.
+      const floor = Number(ARGV[4]);
+      let token = floor;
       for (let i = n; i < 2 * n; i++) {
-        let c = luaNumber(ops.get(KEYS[i]!));
-        // A missing counter is reborn at the client's clock in microseconds (ARGV[9]).
-        c = c === undefined ? Number(ARGV[8]) : c + 1;
-        if (c > token) token = c;
+        const c = luaNumber(ops.get(KEYS[i]!));
+        if (c !== undefined && c >= token) token = c + 1;
       }
-      const text = formatInteger(token);
-      for (let i = n; i < 2 * n; i++) ops.set(KEYS[i]!, text, String(retention));
+      const text = token > floor ? formatInteger(token) : ARGV[4]!;
+      for (let i = n; i < 2 * n; i++) ops.set(KEYS[i]!, text, retention);
       return [1, token];
     },
   ],
@@ -462,9 +457,9 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [
     RELEASE,
     (ops, KEYS, ARGV) => {
-      const fair = ARGV[1] === '1';
+      const fair = ARGV.length > 1;
       const n = fair ? KEYS.length / 3 : KEYS.length;
-      const waiter = ARGV[3] ?? '';
+      const waiter = ARGV[2] ?? '';
       let deleted = 0;
       for (let i = 1; i <= n; i++) {
         const freed = ops.get(KEYS[i - 1]!) === ARGV[0];
@@ -480,7 +475,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
           }
           if (freed) {
             const head = ops.zfirst(q);
-            if (head !== undefined) ops.publish(wakeChannel(ARGV[2]!, head), head);
+            if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
           }
         }
       }
@@ -518,12 +513,12 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '4b328932733b75fb9914dd65f0dd3b207b9bed47',
+  acquire: 'c9eb79602d283ec8ea551cbee9cd1f823af745e4',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'f0475d75c70a0429fda58028231a1137404b1e54',
+  release: 'e14b5e5024ece96dd309e2314e453250bbff7451',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
 });
 

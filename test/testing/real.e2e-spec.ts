@@ -112,7 +112,9 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           const fair = random() < 0.7;
           const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
           // First-attempt times from a small set: ties in the queue are ordered by waiter id.
-          const args = [value, pick([30_000, 100_000]), resources.length, fencing ? 60_000 : 0, fair ? 1 : 0, fair ? pick([...waiters, '']) : '', base + pick([0, 0, 1, 2]), 20_000, (base + pick([0, 7])) * 1000];
+          const waiter = fair ? pick([...waiters, '-']) : '';
+          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000`;
+          const args = [value, pick([30_000, 100_000]), spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
           result = await run(ACQUIRE, keys, () => args);
           for (const side of ['redis', 'memory'] as const) {
             const reply = side === 'redis' ? result.fromRedis : result.fromMemory;
@@ -133,7 +135,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         case 'release': {
           const fair = random() < 0.7;
           const leaving = pick(['', ...waiters]); // a holder that had queued leaves the queues
-          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => [value, fair ? 1 : 0, 'd:wake:', leaving]);
+          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => (fair ? [value, 'd:wake:', leaving] : [value]));
           break;
         }
         case 'leave': {
