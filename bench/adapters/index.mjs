@@ -86,6 +86,12 @@ export const adapters = {
     create: nestRedlock({ fencing: false }),
   },
 
+  'nest-redlock (fencing and fair waiting off)': {
+    waits: 'as nest-redlock',
+    variant: 'speed', // the plain Redlock protocol, as the other libraries run it: what both features cost together
+    create: nestRedlock({ fencing: false, fairWaiting: false }),
+  },
+
   'nest-redlock (fair waiting off)': {
     waits: 'as nest-redlock, but plain jittered polling (fairWaiting: false)',
     variant: 'contention', // run only under contention, to show what fairness costs in throughput
