@@ -71,7 +71,7 @@ export class KeyLayout {
     return this.key('queue', resource);
   }
 
-  /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
+  /** Each queued waiter's entry: when it goes stale (ms) and, for a waiter of one resource, what a release needs to hand it the lock (see RELEASE). */
   queueDeadlines(resource: string): string {
     return this.key('queue-deadlines', resource);
   }
@@ -92,13 +92,8 @@ export class KeyLayout {
     const fences = fencing ? resources.map((r) => this.fence(r)) : [];
     const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
     const confirm = fencing ? [...locks, ...fences] : locks;
-    return {
-      locks,
-      acquire: fair ? [...confirm, ...queues] : confirm,
-      confirm,
-      release: fair ? [...locks, ...queues] : locks,
-      queues,
-    };
+    const acquire = fair ? [...confirm, ...queues] : confirm;
+    return { locks, acquire, confirm, release: fair ? acquire : locks };
   }
 
   private key(kind: string, resource: string): string {
@@ -124,8 +119,6 @@ export interface LockKeys {
   readonly acquire: readonly string[];
   /** CONFIRM_TOKEN: locks and fence counters. */
   readonly confirm: readonly string[];
-  /** RELEASE: locks, then queue and deadlines per resource (fair waiting on). */
+  /** RELEASE: locks; with fair waiting, then fence counters (fencing on), queue and deadlines per resource. */
   readonly release: readonly string[];
-  /** LEAVE_QUEUE: queue and deadlines per resource. */
-  readonly queues: readonly string[];
 }

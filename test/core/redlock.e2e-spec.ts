@@ -490,15 +490,19 @@ describe('fencing tokens', () => {
     expect(await scripts()).toEqual([2, 2, 2, 2, 2]);
     expect(new Set(await Promise.all(raw.map((r) => r.get('redlock:fence:lagging'))))).toEqual(new Set([String(lagging.fencingToken)]));
 
-    // Node 0's counter is ahead of the client's clock (the others are reborn at it):
-    // the token is node 0's, written back to the others before the lock is handed over.
-    await raw[0]!.set('redlock:fence:disagree', String(5e15));
+    // Every node's counter differs, all ahead of the client's clock: whichever nodes
+    // make the quorum disagree. The token is the highest among them (any three nodes
+    // include node 2, 3 or 4), written back to the others before the lock is handed over.
+    await Promise.all(raw.map((r, i) => r.set('redlock:fence:disagree', String(5e15 + 10 * i))));
     await Promise.all(raw.map((r) => r.config('RESETSTAT')));
     const lock = await redlock.acquire('disagree', 5000);
-    expect(lock.fencingToken).toBe(5e15 + 1);
+    expect([5e15 + 21, 5e15 + 31, 5e15 + 41]).toContain(lock.fencingToken);
     await lock.release();
-    await settled(2 + 4 * 3);
-    expect(await scripts()).toEqual([2, 3, 3, 3, 3]); // acquire, write-back (not to node 0), release
+    await settled(5 + 4 + 5);
+    const counts = await scripts();
+    // Acquire, write-back, release; no write-back to the node the token came from.
+    expect(counts[(lock.fencingToken! - 5e15 - 1) / 10]).toBe(2);
+    expect([...counts].sort()).toEqual([2, 3, 3, 3, 3]);
   });
 
   it('are off when fencing is disabled', async () => {
