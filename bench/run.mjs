@@ -89,8 +89,9 @@ let snapshot; // file URL of the copy's core/index.js, which the workers import
 
 /**
  * Runs one worker to its end. `hooks.ready()` runs when the worker is warm, and
- * returns what goes in its go message; `hooks.result()` runs as soon as its result
- * arrives. Never rejects: a failure resolves to `{ error }`.
+ * returns what goes in its go message; `hooks.result(child)` runs as soon as its
+ * result arrives (or, with no child, when it exited without one). Never rejects: a
+ * failure resolves to `{ error }`.
  */
 function runWorker(adapter, urls, scenario, params, hooks = {}) {
   return new Promise((resolve) => {
@@ -116,7 +117,7 @@ function runWorker(adapter, urls, scenario, params, hooks = {}) {
         if (child.connected) child.send({ type: 'go', ...go });
       } else if (m.type === 'result') {
         result = m.result;
-        afterResult = hooks.result?.();
+        afterResult = hooks.result?.(child);
       }
     });
     child.on('exit', async () => {
@@ -216,12 +217,19 @@ async function contention(lib, round) {
   let release;
   const allReady = new Promise((r) => (release = r));
   const arrived = () => --waiting === 0 && release({ startAt: performance.timeOrigin + performance.now() + 100, ms: P.cMs });
-  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000 };
+  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000, exitTogether: true };
+  // Every process exits once all have their results (or died): see worker.mjs.
+  const finished = [];
+  const finish = (child) => {
+    finished.push(child);
+    if (finished.length === n) for (const c of finished) if (c?.connected) c.send({ type: 'exit' });
+  };
   const runs = await Promise.all(
     Array.from({ length: n }, (_, p) =>
       runWorker(lib, urls5, 'contend', { ...params, first: p === 0 }, {
         ready: () => (arrived(), allReady),
         failed: arrived,
+        result: finish,
       }),
     ),
   );
