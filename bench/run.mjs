@@ -118,6 +118,8 @@ function runWorker(adapter, urls, scenario, params, hooks = {}) {
       } else if (m.type === 'result') {
         result = m.result;
         afterResult = hooks.result?.(child);
+      } else {
+        hooks.message?.(m, child);
       }
     });
     child.on('exit', async () => {
@@ -218,10 +220,18 @@ async function contention(lib, round) {
   const allReady = new Promise((r) => (release = r));
   const arrived = () => --waiting === 0 && release({ startAt: performance.timeOrigin + performance.now() + 100, ms: P.cMs });
   const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000, exitTogether: true };
-  // Every process exits once all have their results (or died): see worker.mjs.
+  // Every process keeps the load up until all have finished measuring, then stops; they
+  // exit once all have their results (or died): see worker.mjs.
+  const measuring = [];
+  const drained = new Set();
+  const drain = (who) => {
+    drained.add(who);
+    if (drained.size === n) for (const c of measuring) if (c.connected) c.send({ type: 'stop' });
+  };
   const finished = [];
   const finish = (child) => {
     finished.push(child);
+    drain(child ?? Symbol('died'));
     if (finished.length === n) for (const c of finished) if (c?.connected) c.send({ type: 'exit' });
   };
   const runs = await Promise.all(
@@ -229,6 +239,7 @@ async function contention(lib, round) {
       runWorker(lib, urls5, 'contend', { ...params, first: p === 0 }, {
         ready: () => (arrived(), allReady),
         failed: arrived,
+        message: (m, child) => m.type === 'drained' && (measuring.push(child), drain(child)),
         result: finish,
       }),
     ),

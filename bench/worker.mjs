@@ -173,6 +173,14 @@ if (scenario === 'probe') {
   const events = []; // [asked, got, released, attempts, release call returned]
   const gaveUp = []; // [asked, at, error]
   let releaseErrors = 0;
+  // After its last measured call a process goes on taking the lock, unmeasured, until
+  // every process has finished measuring (run.mjs then sends 'stop'): the others' last
+  // waits see the same load as the rest of the window. With the load gone, this
+  // machine's idle cores wake late and a 1 ms hold took up to 9 ms.
+  let onStop;
+  const stop = new Promise((resolve) => (onStop = resolve));
+  process.on('message', (m) => m.type === 'stop' && onStop());
+  const drained = () => process.send({ type: 'drained' });
   await sleep(Math.max(0, startAt - now()));
   while (now() < end) {
     const asked = now();
@@ -191,6 +199,18 @@ if (scenario === 'probe') {
     await withDeadline(lib.release(handle), 5000).catch(() => releaseErrors++);
     events.push([asked, got, released, lib.attempts?.(handle), now()]);
   }
+  drained();
+  for (let stopped = false; !stopped && gaveUp.at(-1)?.[2] !== 'still waiting'; ) {
+    const cycle = lib.acquire(params.key, TTL).then(
+      async (handle) => {
+        await sleep(params.hold);
+        await lib.release(handle).catch(() => undefined);
+      },
+      () => undefined,
+    );
+    stopped = (await Promise.race([cycle, stop.then(() => 'stop')])) === 'stop';
+  }
+  await stop;
   result = { events, gaveUp, releaseErrors };
 } else if (scenario === 'memory') {
   await cycles(1000, params.concurrency, 'm', 4);
