@@ -71,7 +71,7 @@ export class KeyLayout {
     return this.key('queue', resource);
   }
 
-  /** Each queued waiter's entry: when it goes stale (ms) and, for a waiter of one resource, what a release needs to hand it the lock (see RELEASE). */
+  /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
   queueDeadlines(resource: string): string {
     return this.key('queue-deadlines', resource);
   }
@@ -92,8 +92,13 @@ export class KeyLayout {
     const fences = fencing ? resources.map((r) => this.fence(r)) : [];
     const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
     const confirm = fencing ? [...locks, ...fences] : locks;
-    const acquire = fair ? [...confirm, ...queues] : confirm;
-    return { locks, acquire, confirm, release: fair ? acquire : locks };
+    return {
+      locks,
+      acquire: fair ? [...confirm, ...queues] : confirm,
+      confirm,
+      release: fair ? [...locks, ...queues] : locks,
+      queues,
+    };
   }
 
   private key(kind: string, resource: string): string {
@@ -119,6 +124,8 @@ export interface LockKeys {
   readonly acquire: readonly string[];
   /** CONFIRM_TOKEN: locks and fence counters. */
   readonly confirm: readonly string[];
-  /** RELEASE: locks; with fair waiting, then fence counters (fencing on), queue and deadlines per resource. */
+  /** RELEASE: locks, then queue and deadlines per resource (fair waiting on). */
   readonly release: readonly string[];
+  /** LEAVE_QUEUE: queue and deadlines per resource. */
+  readonly queues: readonly string[];
 }

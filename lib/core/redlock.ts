@@ -25,7 +25,7 @@ import {
 import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
 import { broadcast, type RoundResult, type Verdict } from './round.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, RELEASE } from './scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE } from './scripts.js';
 import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
 import { WakeNotifier } from './wake-notifier.js';
@@ -199,22 +199,22 @@ export class Redlock implements LockOwner {
     const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
     // A queue entry lives long enough to survive the wait until the next attempt.
     const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
+    const queueSpec = !fair ? '' : waiter ? `${waiter} ${since} ${entryTtl}` : '-';
     // Strings, made once: the five nodes' commands share them, and ioredis would
-    // convert each number again for each command. The queue spec (with the
-    // attempt's start, for a waiter) and, with fencing, the last one are set for
-    // each attempt.
-    const acquireArgs = retention > 0 ? [value, String(lockTtl), fair ? '-' : '', String(retention), ''] : [value, String(lockTtl), fair ? '-' : ''];
+    // convert each number again for each command. The last one, with fencing, is
+    // set for each attempt.
+    const acquireArgs = retention > 0 ? [value, String(lockTtl), queueSpec, String(retention), ''] : [value, String(lockTtl), queueSpec];
+    const releaseArgs = fair ? [value, this.wakePrefix, ''] : [value];
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
-    let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false, this.quorum) : undefined;
+    let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
       turn?.stop();
-      // Any attempt a node refused queued this waiter there, turn or not; a release
-      // may have handed it keys since. Released like a lock: it leaves the queues.
-      if (waiter && attempts.length > 0) this.giveUp(keys, value, waiter, nodeTimeout);
+      // Any attempt a node refused queued this waiter there, turn or not.
+      if (waiter && attempts.length > 0) this.leaveQueue(keys, waiter, nodeTimeout);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -230,52 +230,11 @@ export class Redlock implements LockOwner {
       throw error;
     };
 
-    const won = (attempt: number, validity: number, token: number | undefined, sentTo: readonly boolean[], queuedAs: string): Lock => {
-      turn?.stop();
-      const lock = new Lock(this, {
-        id,
-        resources: names,
-        value,
-        ttl: lockTtl,
-        expiresAt: performance.now() + validity,
-        fencingToken: retention > 0 ? token : undefined,
-        attempts: attempt,
-        threshold: this.options.threshold,
-        maxExtensions: this.options.maxExtensions,
-      });
-      this.held.set(lock, { keys, sentTo, queuedAs });
-      if (options.autoExtend) lock.startAutoExtend();
-      this.emit({
-        type: 'acquired',
-        at: Date.now(),
-        lockId: lock.id,
-        resources: names,
-        ttl: lockTtl,
-        validity: Math.floor(validity),
-        attempts: attempt,
-        elapsed: performance.now() - started,
-        fencingToken: lock.fencingToken,
-      });
-      return lock;
-    };
-
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
-      if (turn?.granted) {
-        // A quorum of nodes handed the lock over at a release: held without a round of its own.
-        const handed = await this.handedOver(turn, value, keys, lockTtl, nodeTimeout);
-        if (handed && !signal?.aborted) {
-          attempts.push({ attempt, elapsed: 0, nodes: handed.reports });
-          // Still queued wherever it was not handed over: its release leaves the queues.
-          return won(attempt, handed.validity, handed.token, this.nodes.map(() => true), waiter);
-        }
-      }
       const t0 = performance.now();
       // The fencing token's floor: this clock in µs, one value for every node.
       if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
-      // Where a release may hand the lock straight over: the attempt's start, which
-      // the validity of such a hand-over counts from (see RELEASE).
-      if (waiter) acquireArgs[2] = `${waiter} ${since} ${entryTtl} ${performance.timeOrigin + t0}`;
       const round = await broadcast(
         this.nodes,
         (node, done) => node.send(ACQUIRE, keys.acquire, acquireArgs, done),
@@ -298,11 +257,36 @@ export class Redlock implements LockOwner {
 
       if (taken && validity > 0 && !signal?.aborted) {
         attempts.push({ attempt, elapsed, nodes: reports });
+        turn?.stop();
         // A waiter stays in the queues while it holds the lock (the key keeps the
         // others out anyway) and leaves them in its release: no round of its own.
         // Only an attempt some node refused can have queued it.
         const queuedAs = waiter && (attempt > 1 || count(round.reports, 'busy') > 0) ? waiter : '';
-        return won(attempt, validity, token, round.sent, queuedAs);
+        const lock = new Lock(this, {
+          id,
+          resources: names,
+          value,
+          ttl: lockTtl,
+          expiresAt: t0 + elapsed + validity,
+          fencingToken: retention > 0 ? token : undefined,
+          attempts: attempt,
+          threshold: this.options.threshold,
+          maxExtensions: this.options.maxExtensions,
+        });
+        this.held.set(lock, { keys, sentTo: round.sent, queuedAs });
+        if (options.autoExtend) lock.startAutoExtend();
+        this.emit({
+          type: 'acquired',
+          at: Date.now(),
+          lockId: lock.id,
+          resources: names,
+          ttl: lockTtl,
+          validity: Math.floor(validity),
+          attempts: attempt,
+          elapsed: performance.now() - started,
+          fencingToken: lock.fencingToken,
+        });
+        return lock;
       }
 
       // Undo wherever the attempt may have set keys: first hear every node out (those
@@ -315,7 +299,7 @@ export class Redlock implements LockOwner {
       if (undo.includes(true)) {
         await broadcast(
           this.nodes,
-          (node, done) => node.send(RELEASE, keys.release, this.releaseArgs(value, ''), done),
+          (node, done) => node.send(RELEASE, keys.release, releaseArgs, done),
           releaseVerdict,
           this.quorum,
           nodeTimeout,
@@ -343,7 +327,7 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
-      if (waiter && !turn) turn = new Turn(this.notifier, waiter, true, this.quorum);
+      if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
       try {
         await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {
@@ -352,56 +336,11 @@ export class Redlock implements LockOwner {
     }
   }
 
-  /**
-   * The lock as handed over by the nodes that published a grant for this waiter
-   * (a quorum of them): its validity counts from the earliest attempt start
-   * they echoed, on this process's clock, which came before each of their
-   * SETs. Undefined when that validity is gone or the token write-back failed;
-   * the next attempt then finds the handed-over keys its own and sets them again.
-   */
-  private async handedOver(
-    turn: Turn,
-    value: string,
-    keys: LockKeys,
-    ttl: number,
-    nodeTimeout: number,
-  ): Promise<{ validity: number; token: number | undefined; reports: readonly NodeReport[] } | undefined> {
-    // A node the restart guard keeps out counts no more for a hand-over than for an attempt.
-    const grants = [...turn.grants].filter(([index]) => !this.nodes[index]!.excluded);
-    turn.grants.clear();
-    if (grants.length < this.quorum) return undefined;
-    const from = Math.min(...grants.map(([, grant]) => grant.attemptStart));
-    const yes = grants.map(([index, grant]) => ({ index, value: grant.token }));
-    let reports: readonly NodeReport[] = this.nodes.map((node, i) => ({
-      node: node.label,
-      outcome: yes.some((v) => v.index === i) ? 'ok' : 'pending',
-    }));
-    let token: number | undefined;
-    if (this.options.fencingRetention > 0) {
-      const confirmed = await this.confirmToken({ yes, reports }, value, keys.confirm, nodeTimeout);
-      if (!confirmed.ok) return undefined;
-      token = confirmed.token;
-      reports = confirmed.reports;
-    }
-    const validity = validityOf(ttl, performance.timeOrigin + performance.now() - from, this.options.driftFactor);
-    return validity > 0 ? { validity, token, reports } : undefined;
-  }
-
-  /** The arguments of RELEASE for this client's settings (see there). */
-  private releaseArgs(value: string, queuedAs: string): string[] {
-    if (!this.options.fairWaiting) return [value];
-    if (this.options.fencingRetention === 0) return [value, this.wakePrefix, queuedAs];
-    return [value, this.wakePrefix, queuedAs, String(this.options.fencingRetention), String(Date.now() * 1000)];
-  }
-
-  /**
-   * A waiter that gave up leaves the nodes' queues; keys a release handed to it
-   * meanwhile are deleted, and a free resource kept for it goes to the next waiter.
-   */
-  private giveUp(keys: LockKeys, value: string, waiter: string, nodeTimeout: number): void {
+  /** A waiter that gave up leaves the nodes' queues, and wakes the next waiter if it was first. */
+  private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number): void {
     void broadcast(
       this.nodes,
-      (node, done) => node.send(RELEASE, keys.release, this.releaseArgs(value, waiter), done),
+      (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
       releaseVerdict,
       this.quorum,
       nodeTimeout,
@@ -491,7 +430,7 @@ export class Redlock implements LockOwner {
     if (!held || !this.held.delete(lock)) return;
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const args = this.releaseArgs(secretOf(lock), held.queuedAs);
+    const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
     const round = await broadcast(
       this.nodes,
       (node, done) => node.send(RELEASE, held.keys.release, args, done),
@@ -621,7 +560,7 @@ export class Redlock implements LockOwner {
    * (they are idempotent), and the node set does not change while locks are held.
    */
   private async confirmToken(
-    round: Pick<RoundResult, 'yes' | 'reports'>,
+    round: RoundResult,
     value: string,
     /** The lock keys, then their fence counters. */
     scriptKeys: readonly string[],

@@ -61,14 +61,11 @@ export function runScript(
  * when fair waiting is on, for each resource its queue (a sorted set of waiter
  * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
  * ARGV: value, ttl ms, the queue spec ('' = fair waiting off; '-' = on, without
- * joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms attempt-start-ms',
- * joining it when refused); then, only when fencing is on, the counters'
- * retention ms and the acquiring client's clock in µs. Every argument costs on
- * both ends (ioredis encodes it for each node, the server makes a Lua string of
- * it), so the layout is told by the counts instead of by flags.
- * A queue entry (the deadlines hash, per waiter) is 'deadline-ms'; for a waiter
- * of one resource it is 'deadline-ms ttl-ms attempt-start-ms value': what RELEASE
- * needs to hand the lock straight to it (see there).
+ * joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms', joining it
+ * when refused); then, only when fencing is on, the counters' retention ms and
+ * the acquiring client's clock in µs. Every argument costs on both ends (ioredis
+ * encodes it for each node, the server makes a Lua string of it), so the layout
+ * is told by the counts instead of by flags.
  * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the
  * resource is free but reserved for an earlier waiter.
@@ -86,10 +83,9 @@ if fair then per = per + 2 end
 local n = #KEYS / per
 local q0 = n
 if retention then q0 = 2 * n end
--- The waiter's id, first-attempt time, entry ttl and this attempt's start (its
--- clock), read from the spec only on the paths that need them (a queue that is
--- not empty, or joining it).
-local waiter, since, entryTtl, started
+-- The waiter's id, first-attempt time and entry ttl, read from the spec only on
+-- the paths that need them (a queue that is not empty, or joining it).
+local waiter, since, entryTtl
 -- ioredis may send a command twice after a reconnect. If every key already holds
 -- this value, the first run took them: answer the same without raising counters.
 local mine = 0
@@ -126,14 +122,14 @@ if fair and not blocker and mine < n then
     local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if head and spec ~= '-' and not waiter then
-      waiter, since, entryTtl, started = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$')
+      waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$')
     end
     while head and head ~= waiter do
       if not now then
         local t = redis.call('TIME')
         now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
       end
-      if tonumber(string.match(redis.call('HGET', d, head) or '0', '^%S+')) >= now then
+      if tonumber(redis.call('HGET', d, head) or '0') >= now then
         reserved = true
         break
       end
@@ -147,17 +143,15 @@ if fair and not blocker and mine < n then
 end
 if blocker or reserved then
   if fair and spec ~= '-' then
-    if not waiter then waiter, since, entryTtl, started = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$') end
+    if not waiter then waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$') end
     if not now then
       local t = redis.call('TIME')
       now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     end
-    local entry = string.format('%.0f', now + tonumber(entryTtl))
-    if n == 1 then entry = entry .. ' ' .. ARGV[2] .. ' ' .. started .. ' ' .. value end
     for i = 1, n do
       local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)
-      redis.call('HSET', d, waiter, entry)
+      redis.call('HSET', d, waiter, now + tonumber(entryTtl))
       redis.call('PEXPIRE', q, entryTtl)
       redis.call('PEXPIRE', d, entryTtl)
     end
@@ -165,9 +159,7 @@ if blocker or reserved then
   if blocker then return {0, redis.call('PTTL', KEYS[blocker])} end
   return {0, -3}
 end
--- Keys found with this value already (a resend, or a lock handed over by a
--- release) are set again: the caller counts its validity from this attempt.
-if not taken then
+if not taken and mine < n then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
   end
@@ -295,28 +287,16 @@ return {1, redis.call('GET', KEYS[1])}
 );
 
 /**
- * Compare-and-delete: delete only the keys that hold this value. Where a key was
- * deleted and waiters queue for it, the first waiter whose entry is still fresh
- * (stale ones are dropped) gets the resource:
- * - a waiter of this one resource, straight away: the key is set to its value
- *   for its ttl, its fencing counter raised as ACQUIRE would (floor: ARGV[5]),
- *   it leaves the queue, and 'waiter-id token attempt-start-ms' is published on
- *   its client's channel. It holds the lock once a quorum of nodes did so; its
- *   validity counts from that attempt's start (its own clock), which came
- *   before the grant on every node;
- * - any other waiter is woken by its id alone, to make its own attempt.
- * The channel is ARGV[2] followed by the id's part before the first '.'.
- * A holder that had queued for the lock leaves the queues here (ARGV[3], ''
- * when it never queued): it stays their head while it holds the lock, which
- * changes nothing (the key refuses everyone), and costs no round of its own.
- * A waiter that gives up is released the same way, with its value: keys handed
- * to it in the meantime are deleted, and a free resource that was kept for it
- * goes to the next waiter.
- * KEYS: the n lock keys; then, with fair waiting, the n fence counters (when
- * fencing is on) and each resource's queue and deadlines.
- * ARGV: value; then, only with fair waiting, the wake channel prefix and the
- * holder's waiter id; then, only when fencing is on, the counters' retention ms
- * and the releasing client's clock in µs. Returns how many keys were deleted.
+ * Compare-and-delete: delete only the keys that hold this value; where a key
+ * was deleted and waiters queue for it, publish the first waiter's id on its
+ * client's channel (ARGV[2] followed by the id's part before the first '.')
+ * to wake it without polling. A holder that had queued for the lock leaves
+ * the queues here (ARGV[3], '' when it never queued): it stays their head
+ * while it holds the lock, which changes nothing (the key refuses everyone),
+ * and costs no round of its own.
+ * KEYS: the n lock keys, then (when fair waiting is on) each resource's queue and deadlines.
+ * ARGV: value; then, only when fair waiting is on, the wake channel prefix and
+ * the holder's waiter id. Returns how many keys were deleted.
  */
 export const RELEASE = script(
   'release',
@@ -332,69 +312,43 @@ if #ARGV == 1 then
   end
   return deleted
 end
-local waiter = ARGV[3]
-local retention = ARGV[4]
 local n = #KEYS / 3
-local q0 = n
-if retention then
-  n = #KEYS / 4
-  q0 = 2 * n
-end
-local now
+local waiter = ARGV[3]
 for i = 1, n do
-  local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
-  local kept = false
+  local q = KEYS[n + 2 * i - 1]
   if waiter ~= '' then
-    kept = redis.call('ZRANGE', q, 0, 0)[1] == waiter
     redis.call('ZREM', q, waiter)
-    redis.call('HDEL', d, waiter)
+    redis.call('HDEL', KEYS[n + 2 * i], waiter)
   end
-  local v = redis.call('GET', KEYS[i])
-  local free = false
-  if v == value then
+  if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    free = true
-  elseif kept and not v then
-    free = true
-  end
-  local head
-  if free then head = redis.call('ZRANGE', q, 0, 0)[1] end
-  while head do
-    local entry = redis.call('HGET', d, head) or '0'
-    local deadline, ttl, started, wanted = string.match(entry, '^(%S+) (%S+) (%S+) (.*)$')
-    if not now then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    if tonumber(deadline or entry) >= now then
-      local channel = ARGV[2] .. string.match(head, '^[^.]*')
-      -- Not to a waiter undoing its own attempt: it is woken to try again.
-      if wanted and wanted ~= value then
-        redis.call('SET', KEYS[i], wanted, 'PX', ttl)
-        local token = 0
-        if retention then
-          token = tonumber(ARGV[5])
-          local c = tonumber(redis.call('SET', KEYS[n + i], ARGV[5], 'PX', retention, 'GET') or '')
-          if c and c >= token then
-            token = c + 1
-            redis.call('SET', KEYS[n + i], string.format('%.0f', token), 'PX', retention)
-          end
-        end
-        redis.call('ZREM', q, head)
-        redis.call('HDEL', d, head)
-        redis.call('PUBLISH', channel, string.format('%s %.0f %s', head, token, started))
-      else
-        redis.call('PUBLISH', channel, head)
-      end
-      break
-    end
-    redis.call('ZREM', q, head)
-    redis.call('HDEL', d, head)
-    head = redis.call('ZRANGE', q, 0, 0)[1]
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return deleted
+`,
+);
+
+/**
+ * A waiter that gave up leaves the queues; if it was first, the next waiter is
+ * woken, as by RELEASE (the resource may be free and reserved for the leaver).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake channel prefix.
+ */
+export const LEAVE_QUEUE = script(
+  'leave-queue',
+  `
+for i = 1, #KEYS, 2 do
+  local first = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
+  redis.call('ZREM', KEYS[i], ARGV[1])
+  redis.call('HDEL', KEYS[i + 1], ARGV[1])
+  if first == ARGV[1] then
+    local head = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
+    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
+  end
+end
+return 1
 `,
 );
 
@@ -403,4 +357,4 @@ return deleted
  * ready: EVALSHA then never meets NOSCRIPT in normal operation, whose EVAL
  * fallback would be sent after commands queued behind the failed EVALSHA.
  */
-export const NODE_SCRIPTS: readonly Script[] = [ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE, INSPECT];
+export const NODE_SCRIPTS: readonly Script[] = [ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE, LEAVE_QUEUE, INSPECT];

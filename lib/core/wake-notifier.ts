@@ -1,14 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { LockNode, RedisClient } from './node.js';
 
-/** A release handed the lock straight to a waiter on one node: the fencing token it issued, and the start of the attempt the handover counts from (the waiter's clock, ms). */
-export interface Grant {
-  readonly token: number;
-  readonly attemptStart: number;
-}
-
-/** Called with the index of the node a message came from, and its hand-over if it was one. */
-type Wake = (node: number, grant?: Grant) => void;
+type Wake = () => void;
 
 /**
  * Wakes waiting acquisitions when a holder releases, instead of polling.
@@ -50,7 +43,7 @@ export class WakeNotifier {
   watch(waiter: string, wake: Wake, lookAgain: boolean): () => void {
     this.waiters.set(waiter, wake);
     const confirmed = this.subscribe();
-    if (lookAgain) void confirmed.then(() => this.waiters.get(waiter)?.(-1));
+    if (lookAgain) void confirmed.then(() => this.waiters.get(waiter)?.());
     return () => void this.waiters.delete(waiter);
   }
 
@@ -71,23 +64,15 @@ export class WakeNotifier {
     this.ready = false;
   }
 
-  /** A message is a waiter id (wake up), or 'waiter-id token attempt-start' (the lock is handed over). */
-  private deliver(node: number, message: string): void {
-    const space = message.indexOf(' ');
-    if (space < 0) return this.waiters.get(message)?.(node);
-    const [waiter, token, attemptStart] = message.split(' ');
-    this.waiters.get(waiter!)?.(node, { token: Number(token), attemptStart: Number(attemptStart) });
-  }
-
   private subscribe(): Promise<void> {
     if (this.confirmed) return this.confirmed;
-    this.subscribers = this.nodes.map((node, index) => {
+    this.subscribers = this.nodes.map((node) => {
       // A connection of its own: a subscribed connection cannot run scripts.
       const { client } = node;
       const subscriber: RedisClient =
         client instanceof Cluster ? client.duplicate() : client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
       subscriber.on('error', () => undefined); // the lock connection reports node errors
-      subscriber.on('message', (_channel: string, message: string) => this.deliver(index, message));
+      subscriber.on('message', (_channel: string, waiter: string) => this.waiters.get(waiter)?.());
       return subscriber;
     });
     const confirmed = Promise.allSettled(this.subscribers.map((s) => s.subscribe(this.channel))).then(() => {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { createHash, randomBytes } from 'node:crypto';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, RELEASE, type Script } from '../core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/scripts.js';
 
 /** Settings of one in-memory node. */
 export interface MemoryRedisNodeOptions {
@@ -345,8 +345,8 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       const fencing = ARGV[3] !== undefined;
       const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 2 : 0));
       const q0 = fencing ? 2 * n : n;
-      // '-': fair, without joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms attempt-start-ms'.
-      const [waiter, since, entryTtl, started] = spec === '-' ? [] : spec.split(' ');
+      // '-': fair, without joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms'.
+      const [waiter, since, entryTtl] = spec === '-' ? [] : spec.split(' ');
       // ioredis may send a command twice after a reconnect: a run that finds all
       // keys with this value took them already.
       let mine = 0;
@@ -369,7 +369,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
           for (;;) {
             const head = ops.zfirst(q);
             if (head === undefined || head === waiter) break;
-            if (deadlineOf(ops.hget(d, head)) >= ops.clockMs()) {
+            if ((luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) {
               reserved = true;
               break;
             }
@@ -381,13 +381,11 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       if (blocker !== undefined || reserved) {
         if (fair && waiter !== undefined) {
           const ttl = Number(entryTtl);
-          // One resource: the entry carries what a release needs to hand the lock over.
-          const entry = formatInteger(ops.clockMs() + ttl) + (n === 1 ? ` ${ARGV[1]} ${started} ${value}` : '');
           for (let i = 1; i <= n; i++) {
             const q = KEYS[q0 + 2 * i - 2]!;
             const d = KEYS[q0 + 2 * i - 1]!;
             ops.zaddNx(q, since!, waiter);
-            ops.hset(d, waiter, entry);
+            ops.hset(d, waiter, String(ops.clockMs() + ttl));
             ops.pexpire(q, entryTtl!);
             ops.pexpire(d, entryTtl!);
           }
@@ -395,8 +393,9 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         if (blocker !== undefined) return [0, ops.pttl(KEYS[blocker]!)];
         return [0, -3];
       }
-      // Keys already with this value (a resend, a hand-over) are set again: validity counts from this attempt.
-      for (let i = 0; i < n; i++) ops.set(KEYS[i]!, value, ARGV[1]!);
+      if (mine < n) {
+        for (let i = 0; i < n; i++) ops.set(KEYS[i]!, value, ARGV[1]!);
+      }
       if (!fencing) return [1, 0];
       const retention = ARGV[3]!;
       if (mine === n) {
@@ -458,78 +457,47 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [
     RELEASE,
     (ops, KEYS, ARGV) => {
-      const value = ARGV[0]!;
+      const fair = ARGV.length > 1;
+      const n = fair ? KEYS.length / 3 : KEYS.length;
+      const waiter = ARGV[2] ?? '';
       let deleted = 0;
-      if (ARGV.length === 1) {
-        for (const key of KEYS) {
-          if (ops.get(key) === value) {
-            ops.del(key);
-            deleted++;
-          }
-        }
-        return deleted;
-      }
-      const waiter = ARGV[2]!;
-      const retention = ARGV[3];
-      const n = KEYS.length / (retention === undefined ? 3 : 4);
-      const q0 = retention === undefined ? n : 2 * n;
       for (let i = 1; i <= n; i++) {
-        const key = KEYS[i - 1]!;
-        const q = KEYS[q0 + 2 * i - 2]!;
-        const d = KEYS[q0 + 2 * i - 1]!;
-        let kept = false;
-        if (waiter !== '') {
-          kept = ops.zfirst(q) === waiter;
-          ops.zrem(q, waiter);
-          ops.hdel(d, waiter);
-        }
-        const v = ops.get(key);
-        let free = false;
-        if (v === value) {
-          ops.del(key);
+        const freed = ops.get(KEYS[i - 1]!) === ARGV[0];
+        if (freed) {
+          ops.del(KEYS[i - 1]!);
           deleted++;
-          free = true;
-        } else if (kept && v === null) {
-          free = true;
         }
-        let head = free ? ops.zfirst(q) : undefined;
-        while (head !== undefined) {
-          const entry = ops.hget(d, head) ?? '0';
-          const parts = /^(\S+) (\S+) (\S+) (.*)$/s.exec(entry);
-          if (deadlineOf(entry) >= ops.clockMs()) {
-            const channel = wakeChannel(ARGV[1]!, head);
-            // Handed straight to a waiter of this one resource, unless it is undoing its own attempt.
-            if (parts && parts[4] !== value) {
-              ops.set(key, parts[4]!, parts[2]!);
-              let token = 0;
-              if (retention !== undefined) {
-                const floor = Number(ARGV[4]);
-                const c = luaNumber(ops.get(KEYS[n + i - 1]!));
-                token = c !== undefined && c >= floor ? c + 1 : floor;
-                ops.set(KEYS[n + i - 1]!, token > floor ? formatInteger(token) : ARGV[4]!, retention);
-              }
-              ops.zrem(q, head);
-              ops.hdel(d, head);
-              ops.publish(channel, `${head} ${formatInteger(token)} ${parts[3]}`);
-            } else {
-              ops.publish(channel, head);
-            }
-            break;
+        if (fair) {
+          const q = KEYS[n + 2 * i - 2]!;
+          if (waiter !== '') {
+            ops.zrem(q, waiter);
+            ops.hdel(KEYS[n + 2 * i - 1]!, waiter);
           }
-          ops.zrem(q, head);
-          ops.hdel(d, head);
-          head = ops.zfirst(q);
+          if (freed) {
+            const head = ops.zfirst(q);
+            if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
+          }
         }
       }
       return deleted;
     },
   ],
+  [
+    LEAVE_QUEUE,
+    (ops, KEYS, ARGV) => {
+      for (let i = 0; i < KEYS.length; i += 2) {
+        const first = ops.zfirst(KEYS[i]!);
+        ops.zrem(KEYS[i]!, ARGV[0]!);
+        ops.hdel(KEYS[i + 1]!, ARGV[0]!);
+        if (first === ARGV[0]) {
+          const head = ops.zfirst(KEYS[i]!);
+          if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
+        }
+      }
+      return 1;
+    },
+  ],
 ]);
-
-/** A queue entry's deadline (ms): 'deadline' or 'deadline ttl attempt-start value'. */
-function deadlineOf(entry: string | null): number {
-  return luaNumber(entry?.split(' ', 1)[0]) ?? 0;
-}
 
 /** The channel the scripts wake a waiter on: the prefix, then the waiter id's part before the first '.'. */
 function wakeChannel(prefix: string, waiter: string): string {
@@ -545,12 +513,13 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'f45099b82ef0e5be533821b45b5395e2ae0110da',
+  acquire: 'c9eb79602d283ec8ea551cbee9cd1f823af745e4',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '8a23b94bdcaff4238b6884b5cd39e84c181f86ed',
+  release: 'e14b5e5024ece96dd309e2314e453250bbff7451',
+  'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

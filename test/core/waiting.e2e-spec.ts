@@ -2,7 +2,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
-import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 
@@ -18,24 +17,6 @@ function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {})
 
 const queueKeysLeft = async () =>
   (await Promise.all(raw.map((r) => r.keys('redlock:queue*')))).flat();
-
-/**
- * Waits until one waiter queues for `resource` and its client's channel is
- * subscribed on every node; returns the waiter's id (its queue entry) and that
- * channel, which the release publishes on.
- */
-async function queuedWaiter(resource: string): Promise<{ entry: string; channel: string }> {
-  const queue = `redlock:queue:${resource}`;
-  await until(async () => (await raw[0]!.zcard(queue)) === 1, 'the waiter in the queue');
-  // The queue entry names the waiter's client, whose own channel the release publishes on.
-  const [entry] = await raw[0]!.zrange(queue, '0', '0');
-  const channel = `redlock:wake:${entry!.split('.')[0]}`;
-  await until(
-    async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
-    'the subscriptions',
-  );
-  return { entry: entry!, channel };
-}
 
 beforeAll(async () => {
   fleet = await startFleet(3);
@@ -56,8 +37,15 @@ describe('waiting for a busy resource', () => {
     const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
     const held = await holder.acquire('wake', 10_000);
     const waiting = waiter.acquire('wake', 10_000);
+    await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
+    // The queue entry names the waiter's client, whose own channel the release publishes on.
+    const [entry] = await raw[0]!.zrange('redlock:queue:wake', '0', '0');
+    const channel = `redlock:wake:${entry!.split('.')[0]}`;
     // Subscribed on every node, so the wake-up can only come from the release's PUBLISH.
-    const { channel } = await queuedWaiter('wake');
+    await until(
+      async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
+      'the subscriptions',
+    );
     // Every client has a channel of its own (subscribed up front when its calls wait by
     // default); the release publishes on the waiter's only, so no other client is woken.
     const listener = new Redis(fleet.urls[0]!);
@@ -78,82 +66,6 @@ describe('waiting for a busy resource', () => {
     } finally {
       listener.disconnect();
     }
-  });
-
-  it('hands the lock straight to the first waiter of one resource: held on the release, with no attempt of its own', async () => {
-    const holder = client();
-    const waiter = client({ retryDelay: 5000, retryJitter: 0 });
-    // Subscribed before it waits: no extra look once the subscription is confirmed.
-    const notifier = (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier;
-    await until(() => notifier.isSubscribed, 'the waiter subscribed');
-    const held = await holder.acquire('handover', 10_000);
-    const waiting = waiter.acquire('handover', 10_000);
-    const { entry, channel } = await queuedWaiter('handover');
-    const listener = new Redis(fleet.urls[0]!);
-    const published: string[] = [];
-    listener.on('message', (_channel: string, message: string) => published.push(message));
-    await listener.subscribe(channel);
-    const scripts = async () =>
-      (await Promise.all(raw.map(async (r) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0)))).reduce((a, b) => a + b);
-    try {
-      await Promise.all(raw.map((r) => r.config('RESETSTAT')));
-      await held.release();
-      const lock = await waiting;
-      // The releases were the only scripts: the waiter made no attempt after its first.
-      await until(async () => (await scripts()) === raw.length, 'one release per node');
-      expect(lock.attempts).toBe(2);
-      // Node 0 published the hand-over: the waiter's id, its token, its attempt's start.
-      await until(() => published.length > 0, 'the hand-over message');
-      const [id, token] = published[0]!.split(' ');
-      expect(id).toBe(entry);
-      expect(lock.fencingToken).toBe(Number(token));
-      expect(await Promise.all(raw.map((r) => r.zcard('redlock:queue:handover')))).toEqual([0, 0, 0]);
-      await lock.release();
-      expect(await Promise.all(raw.map((r) => r.exists('redlock:lock:handover')))).toEqual([0, 0, 0]);
-    } finally {
-      listener.disconnect();
-    }
-  });
-
-  it("counts a handed-over lock's validity from the waiter's last attempt, which came before the hand-over", async () => {
-    const holder = client();
-    const waiter = client({ retryDelay: 5000, retryJitter: 0 });
-    const held = await holder.acquire('validity', 10_000);
-    const waiting = waiter.acquire('validity', 2000);
-    await until(async () => (await raw[0]!.zcard('redlock:queue:validity')) === 1, 'the waiter in the queue');
-    const queued = performance.now();
-    await sleep(300); // the holder's critical section: the hand-over comes this much after the attempt
-    await held.release();
-    const lock = await waiting;
-    expect(lock.validity).toBeLessThanOrEqual(2000 - (performance.now() - queued));
-    expect(lock.validity).toBeGreaterThan(1000);
-    await lock.release();
-  });
-
-  it('a waiter that gives up frees the keys a release handed it meanwhile, and hands them on', async () => {
-    // The scripts alone, on one node: holder H, then waiters A and B of resource g.
-    const keys = ['redlock:lock:g', 'redlock:queue:g', 'redlock:queue-deadlines:g'];
-    const node = raw[0]!;
-    await node.set(keys[0]!, 'h-value', 'PX', 10_000);
-    const now = Date.now();
-    expect(await node.evalsha(ACQUIRE.sha, 3, ...keys, 'a-value', '5000', `c1.a ${now} 5000 ${now + 0.5}`)).toEqual([0, expect.any(Number)]);
-    expect(await node.evalsha(ACQUIRE.sha, 3, ...keys, 'b-value', '5000', `c2.b ${now + 1} 5000 ${now + 1.5}`)).toEqual([0, expect.any(Number)]);
-    // H releases: the key goes to A, who leaves the queue.
-    expect(await node.evalsha(RELEASE.sha, 3, ...keys, 'h-value', 'redlock:wake:', '')).toBe(1);
-    expect(await node.get(keys[0]!)).toBe('a-value');
-    expect(await node.zrange(keys[1]!, '0', '-1')).toEqual(['c2.b']);
-    // A gave up before it had a quorum: its release deletes the key and hands it to B.
-    expect(await node.evalsha(RELEASE.sha, 3, ...keys, 'a-value', 'redlock:wake:', 'c1.a')).toBe(1);
-    expect(await node.get(keys[0]!)).toBe('b-value');
-    expect(await node.zcard(keys[1]!)).toBe(0);
-    // A waiter undoing its own failed attempt is woken to retry, never handed its own value back.
-    await node.del(keys[0]!);
-    await node.set(keys[0]!, 'h-value', 'PX', 10_000);
-    await node.evalsha(ACQUIRE.sha, 3, ...keys, 'c-value', '5000', `c3.c ${now} 5000 ${now}`);
-    await node.set(keys[0]!, 'c-value', 'PX', 10_000); // as if C's next attempt had taken this node
-    expect(await node.evalsha(RELEASE.sha, 3, ...keys, 'c-value', 'redlock:wake:', '')).toBe(1);
-    expect(await node.exists(keys[0]!)).toBe(0);
-    expect(await node.zrange(keys[1]!, '0', '-1')).toEqual(['c3.c']);
   });
 
   it('hands a freed resource to the longest waiter, not to the process that just released', async () => {

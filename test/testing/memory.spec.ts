@@ -125,7 +125,7 @@ describe('MemoryRedisNode', () => {
     await again.release();
   });
 
-  it('delivers PUBLISH to subscribed connections (a release handing the lock to the first waiter), and resubscribes them after the node comes back', async () => {
+  it('delivers PUBLISH to subscribed connections, and resubscribes them after the node comes back', async () => {
     const node = new MemoryRedisNode();
     const subscriber = node.duplicate();
     const messages: string[] = [];
@@ -137,15 +137,13 @@ describe('MemoryRedisNode', () => {
     // A release publishes the first waiter's id on its client's channel.
     await node.set('redlock:lock:r', 'holder', 'PX', 5000);
     // Waiter w1 finds it held and queues (keys: lock, queue, deadlines; no fencing).
-    const queued = await node.eval(ACQUIRE.lua, 3, 'redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r', 'w1-value', 1000, `c1.w1 ${Date.now()} 5000 123.5`);
+    const queued = await node.eval(ACQUIRE.lua, 3, 'redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r', 'w1-value', 1000, `c1.w1 ${Date.now()} 5000`);
     expect(queued).toEqual([0, expect.any(Number)]);
     expect(await node.zcard('redlock:queue:r')).toBe(1);
     const releaseKeys = ['redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r'];
     expect(await node.eval(RELEASE.lua, 3, ...releaseKeys, 'holder', 'redlock:wake:', '')).toBe(1);
-    // The release hands the lock to w1 (token 0: no fencing; its attempt's start echoed).
-    await until(() => messages.length > 0, 'the hand-over message');
-    expect(messages).toEqual(['redlock:wake:c1:c1.w1 0 123.5']);
-    expect(await node.get('redlock:lock:r')).toBe('w1-value');
+    await until(() => messages.length > 0, 'the wake-up message');
+    expect(messages).toEqual(['redlock:wake:c1:c1.w1']);
   });
 
   it('simulates a hung node: commands wait until resume(), the quorum decides without it', async () => {

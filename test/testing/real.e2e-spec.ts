@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, RELEASE, runScript, type Script } from '../../lib/core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, runScript, type Script } from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour } from './lock-behaviour.js';
 
@@ -49,8 +49,6 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
   const normalize = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(normalize);
     if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
-    // A queue entry: 'deadline' or 'deadline ttl attempt-start value'; the deadline is a clock reading.
-    if (typeof value === 'string' && /^\d{12,} /.test(value)) return value.replace(/^\d+/, 'clock');
     if (typeof value === 'number' && value >= 1e12) return 'clock';
     if (typeof value === 'number' && value > 100) return 'ttl';
     return value;
@@ -115,7 +113,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
           // First-attempt times from a small set: ties in the queue are ordered by waiter id.
           const waiter = fair ? pick([...waiters, '-']) : '';
-          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000 ${base + pick([3, 4])}`;
+          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000`;
           const args = [value, pick([30_000, 100_000]), spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
           result = await run(ACQUIRE, keys, () => args);
           for (const side of ['redis', 'memory'] as const) {
@@ -134,15 +132,15 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           result = await run(EXTEND, locks, () => [value, ttl]);
           break;
         }
-        case 'release':
+        case 'release': {
+          const fair = random() < 0.7;
+          const leaving = pick(['', ...waiters]); // a holder that had queued leaves the queues
+          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => (fair ? [value, 'd:wake:', leaving] : [value]));
+          break;
+        }
         case 'leave': {
-          // 'leave': a waiter that gives up is released with its own value and id.
-          const fair = kind === 'leave' || random() < 0.7;
-          const fencing = random() < 0.6;
-          const leaving = kind === 'leave' ? pick(waiters) : pick(['', ...waiters]); // a holder that had queued leaves the queues
-          const keys = fair ? [...locks, ...(fencing ? fences : []), ...queues] : locks;
-          const args = !fair ? [value] : [value, 'd:wake:', leaving, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
-          result = await run(RELEASE, keys, () => args);
+          const args = [pick(waiters), 'd:wake:'];
+          result = await run(LEAVE_QUEUE, queues, () => args);
           break;
         }
         case 'inspect': {
