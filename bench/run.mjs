@@ -90,8 +90,8 @@ let snapshot; // file URL of the copy's core/index.js, which the workers import
 /**
  * Runs one worker to its end. `hooks.ready()` runs when the worker is warm, and
  * returns what goes in its go message; `hooks.result(child)` runs as soon as its
- * result arrives (or, with no child, when it exited without one). Never rejects: a
- * failure resolves to `{ error }`.
+ * result arrives (or, with no child, when it exited without one); `hooks.message(m,
+ * child)` gets its other messages. Never rejects: a failure resolves to `{ error }`.
  */
 function runWorker(adapter, urls, scenario, params, hooks = {}) {
   return new Promise((resolve) => {
