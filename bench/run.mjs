@@ -219,20 +219,15 @@ async function contention(lib, round) {
   let release;
   const allReady = new Promise((r) => (release = r));
   const arrived = () => --waiting === 0 && release({ startAt: performance.timeOrigin + performance.now() + 100, ms: P.cMs });
-  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000, exitTogether: true };
-  // Every process keeps the load up until all have finished measuring, then stops; they
-  // exit once all have their results (or died): see worker.mjs.
+  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000 };
+  // Every process keeps the load up until all have finished measuring (or died), then
+  // stops: see worker.mjs. Once 'stop' is sent no measured call is open, so exits no
+  // longer touch the measurement.
   const measuring = [];
   const drained = new Set();
   const drain = (who) => {
     drained.add(who);
     if (drained.size === n) for (const c of measuring) if (c.connected) c.send({ type: 'stop' });
-  };
-  const finished = [];
-  const finish = (child) => {
-    finished.push(child);
-    drain(child ?? Symbol('died'));
-    if (finished.length === n) for (const c of finished) if (c?.connected) c.send({ type: 'exit' });
   };
   const runs = await Promise.all(
     Array.from({ length: n }, (_, p) =>
@@ -240,7 +235,8 @@ async function contention(lib, round) {
         ready: () => (arrived(), allReady),
         failed: arrived,
         message: (m, child) => m.type === 'drained' && (measuring.push(child), drain(child)),
-        result: finish,
+        // Called without a worker when one exited without a result: it measures no more.
+        result: (child) => child || drain(Symbol('died')),
       }),
     ),
   );
