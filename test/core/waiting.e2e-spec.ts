@@ -35,6 +35,9 @@ describe('waiting for a busy resource', () => {
   it('is woken by the release, not by its polling delay', async () => {
     const holder = client();
     const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
+    // Subscribed (up front) before it waits: no extra look once the subscription is confirmed.
+    const notifier = (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier;
+    await until(() => notifier.isSubscribed, 'the waiter subscribed');
     const held = await holder.acquire('wake', 10_000);
     const waiting = waiter.acquire('wake', 10_000);
     await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
@@ -54,7 +57,6 @@ describe('waiting for a busy resource', () => {
     await listener.psubscribe('redlock:wake:*');
     try {
       expect((await raw[0]!.pubsub('CHANNELS', 'redlock:wake:*')).length).toBe(2);
-      await sleep(50); // let the subscription-confirmed retry come and go
       const released = performance.now();
       await held.release();
       const lock = await waiting;
