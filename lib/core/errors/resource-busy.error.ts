@@ -30,5 +30,9 @@ export function summarize(attempt: AttemptReport | undefined): string {
   if (!attempt) return 'none';
   const counts = new Map<string, number>();
   for (const node of attempt.nodes) counts.set(node.outcome, (counts.get(node.outcome) ?? 0) + 1);
-  return [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(', ');
+  const summary = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(', ');
+  // The first node error says why (refused connection, wrong password, ...); Redis
+  // error messages carry no credentials.
+  const error = attempt.nodes.find((node) => node.error)?.error;
+  return error ? `${summary}; first error: ${error}` : summary;
 }
