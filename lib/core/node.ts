@@ -1,5 +1,8 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { NODE_SCRIPTS, sendScript, type Done, type Script } from './scripts.js';
+import { NODE_SCRIPTS, SET_NX, sendScript, type Command, type Done, type Script } from './scripts.js';
+
+const TAKEN = [1, 0];
+const REFUSED = [0, -1];
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -176,12 +179,12 @@ export class LockNode {
   }
 
   /**
-   * Runs `script` on this node and calls `done` once with its reply or error.
+   * Runs `command` (a script, or SET NX) on this node and calls `done` once with its reply or error.
    * With nothing in flight the command is written at once (no added latency);
    * otherwise the socket is corked until the end of this tick, so that the
    * commands of many concurrent locks share one write.
    */
-  send(script: Script, keys: readonly string[], args: readonly (string | number)[], done: Done): void {
+  send(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done): void {
     let open = true;
     const settle: Done = (error, reply) => {
       if (!open) return;
@@ -192,9 +195,9 @@ export class LockNode {
     const corks = this.pending.size > 0;
     this.pending.set(settle, performance.now());
     if (this.firstReady && this.client.status !== 'ready') {
-      this.firstReady.then(() => this.write(script, keys, args, settle, false), settle);
+      this.firstReady.then(() => this.write(command, keys, args, settle, false), settle);
     } else {
-      this.write(script, keys, args, settle, corks);
+      this.write(command, keys, args, settle, corks);
     }
   }
 
@@ -205,13 +208,17 @@ export class LockNode {
     );
   }
 
-  private write(script: Script, keys: readonly string[], args: readonly (string | number)[], done: Done, cork: boolean): void {
+  private write(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done, cork: boolean): void {
     const stream = cork && this.corkable ? (this.client as Redis).stream : undefined;
     if (stream && !stream.writableCorked) {
       stream.cork();
       process.nextTick(() => stream.uncork());
     }
-    sendScript(this.client, script, keys, args, done);
+    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, args, done);
+    (this.client as Redis).set(keys[0]!, args[0]!, 'PX', args[1]!, 'NX').then(
+      (reply) => done(undefined, reply === 'OK' ? TAKEN : REFUSED),
+      (error: unknown) => done(error ?? new Error('SET NX failed')),
+    );
   }
 
   /** Fails every unanswered command (their connection is gone). */

@@ -25,7 +25,7 @@ import {
 import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
 import { broadcast, type RoundResult, type Verdict } from './round.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE } from './scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, SET_NX } from './scripts.js';
 import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
 import { WakeNotifier } from './wake-notifier.js';
@@ -205,6 +205,8 @@ export class Redlock implements LockOwner {
     // set for each attempt.
     const acquireArgs = retention > 0 ? [value, String(lockTtl), queueSpec, String(retention), ''] : [value, String(lockTtl), queueSpec];
     const releaseArgs = fair ? [value, this.wakePrefix, ''] : [value];
+    // The plain protocol on one resource needs no script: the wire's floor.
+    const acquireCommand = names.length === 1 && retention === 0 && !fair ? SET_NX : ACQUIRE;
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
@@ -237,7 +239,7 @@ export class Redlock implements LockOwner {
       if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
       const round = await broadcast(
         this.nodes,
-        (node, done) => node.send(ACQUIRE, keys.acquire, acquireArgs, done),
+        (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done),
         acquireVerdict,
         this.quorum,
         nodeTimeout,

@@ -56,6 +56,20 @@ export function runScript(
 }
 
 /**
+ * Not a script: the plain protocol's acquire of one resource (fencing and fair
+ * waiting off) is `SET key value NX PX ttl`, the wire's floor, with no Lua on
+ * the server. `LockNode.send` runs it and answers in ACQUIRE's shape: {1, 0}
+ * when set, {0, -1} when the key is held (no pttl: the retry does not use it).
+ * A command ioredis resends after a reconnect cannot pass for a refusal: the
+ * node fails every command in flight when the connection closes, and the
+ * attempt's undo then reaches it.
+ */
+export const SET_NX = Object.freeze({ name: 'set-nx' });
+
+/** What `LockNode.send` runs: one of the scripts, or the plain SET NX. */
+export type Command = Script | typeof SET_NX;
+
+/**
  * Take every lock key, or none, respecting the wait queue.
  * KEYS: the n lock keys; then, when fencing is on, the n fence counters; then,
  * when fair waiting is on, for each resource its queue (a sorted set of waiter

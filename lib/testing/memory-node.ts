@@ -541,8 +541,8 @@ let sharing: MemoryServer | undefined;
  * Each `new MemoryRedisNode()` is an independent server with its own keys;
  * `duplicate()` is another connection to the same server. Only the commands
  * this library uses are implemented: its scripts (EVALSHA, with NOSCRIPT until
- * EVAL loaded them, as on Redis), PING, INFO, SUBSCRIBE/PUBLISH, and a few
- * commands for tests (GET, SET, DEL, EXISTS, PTTL, TYPE, ZCARD, ZRANGE, HGETALL,
+ * EVAL loaded them, as on Redis), SET NX PX, PING, INFO, SUBSCRIBE/PUBLISH, and a
+ * few commands for tests (GET, SET, DEL, EXISTS, PTTL, TYPE, ZCARD, ZRANGE, HGETALL,
  * KEYS, FLUSHALL).
  *
  * Controls for failure tests act on the server at once: `pause()`/`resume()`
@@ -688,10 +688,15 @@ export class MemoryRedisNode extends EventEmitter {
     return this.command((ops) => ops.get(key));
   }
 
-  /** `SET key value` or `SET key value PX ms`: e.g. a lock key held by "someone else". */
-  set(key: string, value: string, px?: 'PX' | 'px', ms?: number | string): Promise<'OK'> {
+  /**
+   * `SET key value [PX ms] [NX]`: e.g. a lock key held by "someone else"; with
+   * NX (the plain protocol's acquire) only when the key is missing, else null.
+   */
+  set(key: string, value: string, px?: 'PX' | 'px', ms?: number | string, nx?: 'NX' | 'nx'): Promise<'OK' | null> {
     return this.command((ops) => {
       if (px !== undefined && px.toUpperCase() !== 'PX') throw new Error('ERR syntax error');
+      if (nx !== undefined && nx.toUpperCase() !== 'NX') throw new Error('ERR syntax error');
+      if (nx !== undefined && ops.exists(key)) return null;
       ops.set(key, value, px === undefined ? undefined : String(ms));
       return 'OK' as const;
     });

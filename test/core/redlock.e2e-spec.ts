@@ -222,6 +222,28 @@ describe('node failures', () => {
     for (let i = 0; i < 3; i++) expect(await raw[i]!.exists('redlock:lock:degraded')).toBe(0);
   });
 
+  it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
+    const redlock = client({ fencing: false, fairWaiting: false });
+    await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up
+    const stats = async () =>
+      Promise.all(
+        raw.map(async (r) => {
+          const info = await r.info('commandstats');
+          const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+          return [calls('set'), calls('evalsha')];
+        }),
+      );
+    const before = await stats();
+    const lock = await redlock.acquire('bare', 5000);
+    // Decided at a quorum: the last nodes may answer after acquire() returned.
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:bare')))).every((n) => n === 1), 'the key on every node');
+    const after = await stats();
+    // One SET on each node that answered the acquire, and no script.
+    after.forEach(([set, evalsha], i) => expect([set! - before[i]![0]!, evalsha! - before[i]![1]!]).toEqual([1, 0]));
+    await lock.release();
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:bare')))).every((n) => n === 0), 'no key left');
+  });
+
   it('with 2 of 5 nodes paused, acquire returns within the per-node timeout plus a margin', async () => {
     const redlock = client({ nodeTimeout: 100 });
     await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up

@@ -81,17 +81,21 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       await backend?.stop();
     });
 
-    it('excludes concurrent holders: a read-modify-write from two clients keeps the right count', async () => {
-      const a = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10 });
-      const b = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10 });
+    /**
+     * `sections` read-modify-writes of one counter under a lock on `resource`,
+     * alternately from two clients built with `options`, all at once: the count
+     * they reach and the most of them ever inside together.
+     */
+    const readModifyWrite = async (resource: string, sections: number, options: Partial<RedlockOptions> = {}) => {
+      const a = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10, ...options });
+      const b = client({ retryCount: 10_000, retryDelay: 2, retryJitter: 10, ...options });
       let counter = 0;
       let inside = 0;
       let maxInside = 0;
       await Promise.all(
-        Array.from({ length: 30 }, (_, i) =>
-          (i % 2 ? a : b).using('counter', 2000, async () => {
-            inside++;
-            maxInside = Math.max(maxInside, inside);
+        Array.from({ length: sections }, (_, i) =>
+          (i % 2 ? a : b).using(resource, 2000, async () => {
+            maxInside = Math.max(maxInside, ++inside);
             const read = counter;
             await sleep(1);
             counter = read + 1;
@@ -99,8 +103,26 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
           }),
         ),
       );
+      return { counter, maxInside, clients: [a, b] as const };
+    };
+
+    it('excludes concurrent holders: a read-modify-write from two clients keeps the right count', async () => {
+      const { counter, maxInside } = await readModifyWrite('counter', 30);
       expect(counter).toBe(30);
       expect(maxInside).toBe(1);
+    });
+
+    it('the plain protocol (fencing and fair waiting off, one resource: a bare SET NX) excludes, refuses, releases and expires', async () => {
+      const { counter, maxInside, clients: [a, b] } = await readModifyWrite('plain', 20, { fencing: false, fairWaiting: false });
+      expect([counter, maxInside]).toEqual([20, 1]);
+      const held = await a.acquire('plain', 5000);
+      expect(await busyNow(b, 'plain')).toBe(true);
+      await held.release();
+      expect(await busyNow(b, 'plain')).toBe(false);
+      // Left to expire: the key's ttl frees it for the next holder.
+      await a.acquire('plain', 150);
+      expect(await busyNow(b, 'plain')).toBe(true);
+      await (await b.acquire('plain', 5000, { retryDelay: 20, retryCount: 50 })).release();
     });
 
     it('answers ResourceBusyError (RESOURCE_BUSY) and a busy event while another holder has the resource', async () => {
