@@ -204,7 +204,8 @@ export class Redlock implements LockOwner {
     // convert each number again for each command. The last one, with fencing, is
     // set for each attempt.
     const acquireArgs = retention > 0 ? [value, String(lockTtl), queueSpec, String(retention), ''] : [value, String(lockTtl), queueSpec];
-    const releaseArgs = fair ? [value, this.wakePrefix, ''] : [value];
+    // The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it.
+    const undoArgs = fair ? [value, this.wakePrefix, '', waiter] : [value];
     // The plain protocol on one resource needs no script: the wire's floor.
     const acquireCommand = names.length === 1 && retention === 0 && !fair ? SET_NX : ACQUIRE;
     const attempts: AttemptReport[] = [];
@@ -301,7 +302,7 @@ export class Redlock implements LockOwner {
       if (undo.includes(true)) {
         await broadcast(
           this.nodes,
-          (node, done) => node.send(RELEASE, keys.release, releaseArgs, done),
+          (node, done) => node.send(RELEASE, keys.release, undoArgs, done),
           releaseVerdict,
           this.quorum,
           nodeTimeout,

@@ -308,9 +308,14 @@ return {1, redis.call('GET', KEYS[1])}
  * the queues here (ARGV[3], '' when it never queued): it stays their head
  * while it holds the lock, which changes nothing (the key refuses everyone),
  * and costs no round of its own.
+ * The undo of a waiter's failed attempt names the waiter (ARGV[4]) instead:
+ * it keeps its place, and is not woken by its own undo (where the attempt set
+ * a key, the waiter is usually the head; waking it would retry at once, and
+ * again after that retry's undo, burning its retries in a loop).
  * KEYS: the n lock keys, then (when fair waiting is on) each resource's queue and deadlines.
- * ARGV: value; then, only when fair waiting is on, the wake channel prefix and
- * the holder's waiter id. Returns how many keys were deleted.
+ * ARGV: value; then, only when fair waiting is on, the wake channel prefix, the
+ * holder's waiter id, and, for an undo, the undoing waiter's id. Returns how
+ * many keys were deleted.
  */
 export const RELEASE = script(
   'release',
@@ -338,7 +343,7 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
+    if head and head ~= ARGV[4] then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
   end
 end
 return deleted

@@ -475,7 +475,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
           }
           if (freed) {
             const head = ops.zfirst(q);
-            if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
+            if (head !== undefined && head !== ARGV[3]) ops.publish(wakeChannel(ARGV[1]!, head), head);
           }
         }
       }
@@ -518,7 +518,7 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'e14b5e5024ece96dd309e2314e453250bbff7451',
+  release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
 });
 

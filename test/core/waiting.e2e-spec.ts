@@ -75,6 +75,9 @@ describe('waiting for a busy resource', () => {
     const first = client({ retryDelay: 5000, retryJitter: 0 });
     const second = client({ retryDelay: 5000, retryJitter: 0 });
     const held = await holder.acquire('fair', 10_000);
+    // Decided at a quorum: a late node could let the first waiter take it there (and
+    // undo it), which is correct but not the story this test tells.
+    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:fair')))).every((n) => n === 1), 'the holder on every node');
     const order: string[] = [];
     const firstWaits = first.acquire('fair', 10_000).then((l) => (order.push('first'), l));
     await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 1, 'first in the queue');
@@ -88,6 +91,30 @@ describe('waiting for a busy resource', () => {
     await winner.release();
     await (await secondWaits).release();
     expect(order).toEqual(['first', 'second']);
+  });
+
+  it('is not woken by the undo of its own attempt', async () => {
+    // Held on nodes 1 and 2; on node 0 only briefly (a holder whose third SET came late
+    // and expired): the first attempt queues the waiter on every node, then each attempt
+    // takes node 0, where it is the head, is refused on a quorum, and is undone on node 0.
+    const waiter = client({ retryDelay: 400, retryJitter: 0 });
+    const notifier = (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier;
+    await until(() => notifier.isSubscribed, 'the waiter subscribed');
+    await raw[0]!.set('redlock:lock:undone', 'another holder', 'PX', 100);
+    await Promise.all([1, 2].map((i) => raw[i]!.set('redlock:lock:undone', 'another holder', 'PX', 10_000)));
+    const scripts = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw[0]!.info('commandstats'))?.[1] ?? 0);
+    const before = await scripts();
+    const controller = new AbortController();
+    const waiting = waiter.acquire('undone', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+    // Attempt 1 (refused), attempt 2 (taken on node 0) and its undo.
+    await until(async () => (await scripts()) - before >= 3, 'the second attempt undone on node 0');
+    expect(await raw[0]!.zrange('redlock:queue:undone', '0', '-1')).toEqual([expect.any(String)]);
+    // A wake from its own undo would retry at once, long before the 400 ms retry delay
+    // (and again after each retry's undo).
+    await sleep(200);
+    expect((await scripts()) - before).toBe(3);
+    controller.abort();
+    expect(await waiting).toBeInstanceOf(LockAbortedError);
   });
 
   it('leaves nothing behind when the waiter is aborted or gives up', async () => {
