@@ -100,8 +100,10 @@ if retention then q0 = 2 * n end
 -- The waiter's id, first-attempt time and entry ttl, read from the spec only on
 -- the paths that need them (a queue that is not empty, or joining it).
 local waiter, since, entryTtl
--- ioredis may send a command twice after a reconnect. If every key already holds
--- this value, the first run took them: answer the same without raising counters.
+-- If every key already holds this value, an earlier run took them (ioredis may
+-- send a command twice after a reconnect, or an earlier attempt's undo was lost
+-- with its connection): answer the same without raising counters, and set them
+-- again below, so that they expire a ttl after this attempt began, not before.
 local mine = 0
 local blocker
 -- One resource (the usual case): SET NX first, one call when the key is free;
@@ -173,7 +175,7 @@ if blocker or reserved then
   if blocker then return {0, redis.call('PTTL', KEYS[blocker])} end
   return {0, -3}
 end
-if not taken and mine < n then
+if not taken then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
   end

@@ -347,8 +347,8 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       const q0 = fencing ? 2 * n : n;
       // '-': fair, without joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms'.
       const [waiter, since, entryTtl] = spec === '-' ? [] : spec.split(' ');
-      // ioredis may send a command twice after a reconnect: a run that finds all
-      // keys with this value took them already.
+      // A run that finds all keys with this value took them already (a resent
+      // command, or an earlier attempt whose undo was lost): they are set again below.
       let mine = 0;
       let blocker: number | undefined;
       for (let i = 0; i < n; i++) {
@@ -393,9 +393,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
         if (blocker !== undefined) return [0, ops.pttl(KEYS[blocker]!)];
         return [0, -3];
       }
-      if (mine < n) {
-        for (let i = 0; i < n; i++) ops.set(KEYS[i]!, value, ARGV[1]!);
-      }
+      for (let i = 0; i < n; i++) ops.set(KEYS[i]!, value, ARGV[1]!);
       if (!fencing) return [1, 0];
       const retention = ARGV[3]!;
       if (mine === n) {
@@ -513,7 +511,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'c9eb79602d283ec8ea551cbee9cd1f823af745e4',
+  acquire: 'fcc55a27370db005810c73a01899d31502a2e7aa',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',

@@ -244,6 +244,15 @@ describe('node failures', () => {
     await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:bare')))).every((n) => n === 0), 'no key left');
   });
 
+  it('ACQUIRE that finds its own value already there (a resent command, a lost undo) sets it again for the full ttl', async () => {
+    // The validity counts from this attempt's start: a key left by an earlier attempt must not expire before.
+    for (const keys of [['redlock:lock:again'], ['redlock:lock:again:a', 'redlock:lock:again:b']]) {
+      for (const key of keys) await raw[0]!.set(key, 'v', 'PX', 100);
+      expect(await raw[0]!.eval(ACQUIRE.lua, keys.length, ...keys, 'v', '10000', '')).toEqual([1, 0]);
+      for (const key of keys) expect(await raw[0]!.pttl(key)).toBeGreaterThan(9000);
+    }
+  });
+
   it('with 2 of 5 nodes paused, acquire returns within the per-node timeout plus a margin', async () => {
     const redlock = client({ nodeTimeout: 100 });
     await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up

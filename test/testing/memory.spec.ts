@@ -81,6 +81,14 @@ describe('MemoryRedisNode', () => {
     await expect(node.eval(INSPECT.lua, 3, 'l', 'f', 'q')).rejects.toThrow(/^WRONGTYPE/);
   });
 
+  it('ACQUIRE that finds its own value already there (a resent command, a lost undo) sets it again for the full ttl', async () => {
+    // As on Redis (redlock.e2e-spec): otherwise the key would expire before the validity counted from this attempt.
+    const node = new MemoryRedisNode();
+    await node.set('redlock:lock:again', 'v', 'PX', 100);
+    expect(await node.eval(ACQUIRE.lua, 1, 'redlock:lock:again', 'v', '10000', '')).toEqual([1, 0]);
+    expect(await node.pttl('redlock:lock:again')).toBeGreaterThan(9000);
+  });
+
   it('is an independent node per instance; duplicate() is another connection to the same node', async () => {
     const [a, b] = createMemoryNodes(2);
     await a!.set('k', 'a');
