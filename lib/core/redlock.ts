@@ -83,13 +83,21 @@ export class Redlock implements LockOwner {
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
   private readonly wakePrefix: string;
   private closed = false;
+  /**
+   * Some node is a Redis Cluster. Its client may send a command again on its own
+   * (a redirection, a failover), where a bare SET NX would then read its own key
+   * as another holder's: with such a node, the client always sends the ACQUIRE
+   * script, which knows its own value.
+   */
+  private readonly clustered: boolean;
 
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
     this.identity = encodeIdentity(options.identity);
     this.nodes = buildNodes(options.nodes);
     try {
-      this.layout = new KeyLayout(this.options.prefix, this.nodes.some((n) => n.client instanceof Cluster));
+      this.clustered = this.nodes.some((n) => n.client instanceof Cluster);
+      this.layout = new KeyLayout(this.options.prefix, this.clustered);
     } catch (error) {
       for (const node of this.nodes) void node.close(0);
       throw error;
@@ -207,7 +215,7 @@ export class Redlock implements LockOwner {
     // The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it.
     const undoArgs = fair ? [value, this.wakePrefix, '', waiter] : [value];
     // The plain protocol on one resource needs no script: the wire's floor.
-    const acquireCommand = names.length === 1 && retention === 0 && !fair ? SET_NX : ACQUIRE;
+    const acquireCommand = names.length === 1 && retention === 0 && !fair && !this.clustered ? SET_NX : ACQUIRE;
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.

@@ -62,7 +62,8 @@ export function runScript(
  * when set, {0, -1} when the key is held (no pttl: the retry does not use it).
  * A command ioredis resends after a reconnect cannot pass for a refusal: the
  * node fails every command in flight when the connection closes, and the
- * attempt's undo then reaches it.
+ * attempt's undo then reaches it. (Not used with Redis Cluster nodes, whose
+ * client also resends on redirections.)
  */
 export const SET_NX = Object.freeze({ name: 'set-nx' });
 
