@@ -15,7 +15,7 @@ export interface Section {
   readonly asked: number;
   readonly start: number;
   readonly end: number;
-  /** start + the lock's validity at start: when it stops being exclusive unless extended. */
+  /** When the lock stops being exclusive: start + its validity, moved by each extension. */
   readonly validUntil: number;
   /** Whether the lock was still valid (isHeld) when the section ended, and how often it was extended. */
   readonly heldAtEnd: boolean;
@@ -76,7 +76,7 @@ export interface Verdict {
   readonly overlaps: number;
   /**
    * Of those, the pairs where the earlier holder had overrun its lock: its
-   * validity had ended (no extension, not held at its end) before the later
+   * validity (extensions included) had ended, not held at its end, before the later
    * section began. A stalled or starved holder, not a second grant of a valid lock.
    */
   readonly overrunOverlaps: number;
@@ -113,7 +113,9 @@ export function check(h: History): Verdict {
   const overlapping = new Set<string>();
   for (let i = 0; i < sections.length; i++) {
     const a = sections[i]!;
-    const overran = !a.heldAtEnd && a.extensions === 0;
+    // Not valid at its end: it overran its lock (validUntil counts its extensions), and a
+    // later holder may legitimately start after validUntil.
+    const overran = !a.heldAtEnd;
     if (overran) longestOverrun = Math.max(longestOverrun, a.end - a.validUntil);
     for (let j = i + 1; j < sections.length && sections[j]!.start < a.end; j++) {
       const b = sections[j]!;

@@ -35,12 +35,15 @@ process.on('disconnect', () => process.exit(1));
 setTimeout(() => process.exit(3), config.maxRunMs ?? 60_000).unref();
 
 const events = {};
+/** The section in progress and its lock's id: an extension moves its validUntil. */
+let current;
 const redlock = new Redlock({
   nodes: config.nodes,
   ...config.redlock,
   onEvent: (e) => {
     const name = e.type === 'acquire-failed' ? `acquire-failed:${e.code}` : e.type;
     events[name] = (events[name] ?? 0) + 1;
+    if (e.type === 'extended' && current?.lockId === e.lockId) current.entry.validUntil = now() + e.validity;
     // Rare and telling: when this client noticed a node restart (restart guard on).
     if (e.type === 'node-restarted') record({ event: e.type, node: e.node, excludedFor: e.excludedFor, at: now() });
   },
@@ -81,8 +84,9 @@ while (!stopping) {
   const start = now();
   const who = `${config.id}.${++n}`;
   const token = lock.fencingToken;
-  // validUntil: when the library says this lock stops being exclusive (unless extended).
+  // validUntil: when the library says this lock stops being exclusive; moved by each extension.
   const entry = { who, token, asked, start, validUntil: start + lock.validity, attempts: lock.attempts };
+  current = { lockId: lock.id, entry };
   void lock.signal; // watched from now on: it fires when the validity runs out
   try {
     // Read-modify-write, both accesses fenced (the read checks and records the token too).
