@@ -13,6 +13,7 @@ import {
 } from '../../lib/index.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { commandCalls, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
@@ -162,7 +163,7 @@ describe('lifecycle', () => {
     // RxJS interop at run time (the type is the structural `subscribe` one, hence the cast).
     const lostRx = firstValueFrom(from(lock.lost$ as unknown as ObservableInput<LockLostError>));
     // The acquire was decided at quorum: make sure no SET is still in flight before deleting.
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:gone')))).every((n) => n === 1), 'the keys on every node');
+    await until(() => onEveryNode(raw, 'redlock:lock:gone'), 'the keys on every node');
     await Promise.all([0, 1, 2].map((i) => raw[i]!.del('redlock:lock:gone')));
     await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
     await aborted;
@@ -225,23 +226,16 @@ describe('node failures', () => {
   it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
     const redlock = client({ fencing: false, fairWaiting: false });
     await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up
-    const stats = async () =>
-      Promise.all(
-        raw.map(async (r) => {
-          const info = await r.info('commandstats');
-          const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-          return [calls('set'), calls('evalsha')];
-        }),
-      );
+    const stats = () => Promise.all(raw.map(async (r) => [await commandCalls(r, 'set'), await commandCalls(r, 'evalsha')]));
     const before = await stats();
     const lock = await redlock.acquire('bare', 5000);
     // Decided at a quorum: the last nodes may answer after acquire() returned.
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:bare')))).every((n) => n === 1), 'the key on every node');
+    await until(() => onEveryNode(raw, 'redlock:lock:bare'), 'the key on every node');
     const after = await stats();
     // One SET on each node that answered the acquire, and no script.
     after.forEach(([set, evalsha], i) => expect([set! - before[i]![0]!, evalsha! - before[i]![1]!]).toEqual([1, 0]));
     await lock.release();
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:bare')))).every((n) => n === 0), 'no key left');
+    await until(() => onEveryNode(raw, 'redlock:lock:bare', false), 'no key left');
   });
 
   it('ACQUIRE that finds its own value already there (a resent command, a lost undo) sets it again for the full ttl', async () => {
@@ -267,7 +261,7 @@ describe('node failures', () => {
   it('with 2 of 5 nodes hung, sends them nothing new per call and leaves no ghost key when they resume', async () => {
     const redlock = client({ nodeTimeout: 50 });
     await redlock.acquire('warm', 5000).then((l) => l.release());
-    const calls = async (i: number) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw[i]!.info('commandstats'))?.[1] ?? 0);
+    const calls = (i: number) => commandCalls(raw[i]!, 'evalsha');
     const before = await Promise.all([3, 4].map(calls));
     await fleet.pause(3);
     await fleet.pause(4);
@@ -424,7 +418,7 @@ describe('restart guard', () => {
     const longLived = client({ retryCount: 0, restartGuard: 1000 });
     await longLived.ready();
     const a = await holder.acquire('guarded', 10_000);
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:guarded')))).every((n) => n === 1), 'the keys everywhere');
+    await until(() => onEveryNode(raw, 'redlock:lock:guarded'), 'the keys everywhere');
     // A holds {0, 1, 2} only; then node 2 crashes and comes back empty.
     await Promise.all([3, 4].map((i) => raw[i]!.del('redlock:lock:guarded')));
     await fleet.kill(2);
@@ -495,8 +489,7 @@ describe('fencing tokens', () => {
   it('cost no extra round trip when the nodes agree, and one to the others when they do not', async () => {
     // A generous node timeout: a loaded machine must not turn a slow answer into a retry.
     const redlock = client({ retryCount: 0, nodeTimeout: 1000 });
-    const scripts = async () =>
-      Promise.all(raw.map(async (r) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0)));
+    const scripts = () => Promise.all(raw.map((r) => commandCalls(r, 'evalsha')));
     // A release is decided at quorum: the last ones may still be on their way.
     const settled = (total: number) => until(async () => (await scripts()).reduce((a, b) => a + b) === total, `${total} scripts run`);
     await Promise.all(raw.map((r) => r.config('RESETSTAT')));

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { commandCalls, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
@@ -14,6 +15,9 @@ function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {})
   clients.push(redlock);
   return redlock;
 }
+
+/** Whether the client's wake channel is subscribed on every node (it subscribes up front). */
+const subscribed = (redlock: Redlock) => (redlock as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed;
 
 const queueKeysLeft = async () =>
   (await Promise.all(raw.map((r) => r.keys('redlock:queue*')))).flat();
@@ -36,8 +40,7 @@ describe('waiting for a busy resource', () => {
     const holder = client();
     const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
     // Subscribed (up front) before it waits: no extra look once the subscription is confirmed.
-    const notifier = (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier;
-    await until(() => notifier.isSubscribed, 'the waiter subscribed');
+    await until(() => subscribed(waiter), 'the waiter subscribed');
     const held = await holder.acquire('wake', 10_000);
     const waiting = waiter.acquire('wake', 10_000);
     await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
@@ -77,7 +80,7 @@ describe('waiting for a busy resource', () => {
     const held = await holder.acquire('fair', 10_000);
     // Decided at a quorum: a late node could let the first waiter take it there (and
     // undo it), which is correct but not the story this test tells.
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:fair')))).every((n) => n === 1), 'the holder on every node');
+    await until(() => onEveryNode(raw, 'redlock:lock:fair'), 'the holder on every node');
     const order: string[] = [];
     const firstWaits = first.acquire('fair', 10_000).then((l) => (order.push('first'), l));
     await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 1, 'first in the queue');
@@ -98,11 +101,10 @@ describe('waiting for a busy resource', () => {
     // and expired): the first attempt queues the waiter on every node, then each attempt
     // takes node 0, where it is the head, is refused on a quorum, and is undone on node 0.
     const waiter = client({ retryDelay: 400, retryJitter: 0 });
-    const notifier = (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier;
-    await until(() => notifier.isSubscribed, 'the waiter subscribed');
+    await until(() => subscribed(waiter), 'the waiter subscribed');
     await raw[0]!.set('redlock:lock:undone', 'another holder', 'PX', 100);
     await Promise.all([1, 2].map((i) => raw[i]!.set('redlock:lock:undone', 'another holder', 'PX', 10_000)));
-    const scripts = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await raw[0]!.info('commandstats'))?.[1] ?? 0);
+    const scripts = () => commandCalls(raw[0]!, 'evalsha');
     const before = await scripts();
     const controller = new AbortController();
     const waiting = waiter.acquire('undone', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
