@@ -102,7 +102,7 @@ describe('mutual exclusion', () => {
       }),
     );
     expect(violations).toBe(0);
-    for (let i = 0; i < 5; i++) expect(await lockKeys(i)).toEqual([]);
+    await until(async () => (await Promise.all([0, 1, 2, 3, 4].map(lockKeys))).every((k) => k.length === 0), 'no key left on any node');
   });
 });
 
@@ -130,7 +130,7 @@ describe('lifecycle', () => {
     expect(await values()).toEqual(before);
     await owner.extend(10_000);
     await owner.release();
-    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:owned')).toBe(0);
+    await until(() => onEveryNode(raw, 'redlock:lock:owned', false), 'the key gone from every node');
   });
 
   it('release is idempotent and extend after release is refused', async () => {
@@ -208,7 +208,7 @@ describe('lifecycle', () => {
       expect(lock.signal.aborted).toBe(false);
     });
     expect(extended).toBeGreaterThanOrEqual(2);
-    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:long')).toBe(0);
+    await until(() => onEveryNode(raw, 'redlock:lock:long', false), 'the key gone from every node');
   });
 });
 
@@ -220,7 +220,7 @@ describe('node failures', () => {
     const lock = await redlock.acquire('degraded', 5000);
     await lock.extend(5000);
     await lock.release();
-    for (let i = 0; i < 3; i++) expect(await raw[i]!.exists('redlock:lock:degraded')).toBe(0);
+    await until(() => onEveryNode(raw.slice(0, 3), 'redlock:lock:degraded', false), 'the key gone from the live nodes');
   });
 
   it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
@@ -337,7 +337,7 @@ describe('retries', () => {
     expect(await waiting).toBeInstanceOf(LockAbortedError);
     await expect(redlock.acquire('abortable', 10_000, { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
     await held.release();
-    for (let i = 0; i < 5; i++) expect(await raw[i]!.exists('redlock:lock:abortable')).toBe(0);
+    await until(() => onEveryNode(raw, 'redlock:lock:abortable', false), 'the key gone from every node');
   });
 
   it('are bounded by acquireTimeout', async () => {
@@ -359,9 +359,10 @@ describe('scripts', () => {
     await Promise.all(raw.map((r) => r.script('FLUSH')));
     const lock = await redlock.acquire('cached', 5000);
     await lock.release();
-    // The fallback cached the scripts again.
-    const [acquireCached] = (await raw[0]!.script('EXISTS', ACQUIRE.sha)) as number[];
-    expect(acquireCached).toBe(1);
+    // The fallback cached the script again. The acquire is decided at quorum, so only the
+    // nodes that had answered by then are sure to hold it: at least 3 of the 5.
+    const cached = await Promise.all(raw.map(async (r) => ((await r.script('EXISTS', ACQUIRE.sha)) as number[])[0]));
+    expect(cached.filter((c) => c === 1).length).toBeGreaterThanOrEqual(3);
   });
 });
 
@@ -399,7 +400,7 @@ describe('batching', () => {
 
       const locks = await Promise.all(Array.from({ length: 64 }, (_, i) => redlock.acquire(`many:${i}`, 5000)));
       await Promise.all(locks.map((l) => l.release()));
-      for (let i = 0; i < 5; i++) expect(await raw[i]!.keys('redlock:lock:many:*')).toEqual([]);
+      await until(async () => (await Promise.all(raw.map((r) => r.keys('redlock:lock:many:*')))).every((k) => k.length === 0), 'no key left on any node');
       // 128 scripts per node (64 acquires, 64 releases): the first of each burst is
       // written alone, the rest of the burst in one write.
       for (const w of writes) expect(w - 2).toBeLessThanOrEqual(8);
