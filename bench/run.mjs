@@ -218,7 +218,8 @@ async function contention(lib, round) {
   let waiting = n;
   let release;
   const allReady = new Promise((r) => (release = r));
-  const arrived = () => --waiting === 0 && release({ startAt: performance.timeOrigin + performance.now() + 100, ms: P.cMs });
+  // startAt on worker.mjs's clock, the host's monotonic one.
+  const arrived = () => --waiting === 0 && release({ startAt: Number(process.hrtime.bigint()) / 1e6 + 100, ms: P.cMs });
   const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000 };
   // Every process keeps the load up until all have finished measuring (or died), then
   // stops: see worker.mjs. Once 'stop' is sent no measured call is open, so exits no

@@ -1,7 +1,7 @@
 /**
  * Checks one scenario's merged history. Inputs: the critical sections every
- * worker recorded (times are `performance.timeOrigin + performance.now()`, ms,
- * comparable across processes on one host), the failed acquisitions, and the
+ * worker recorded (times are the host's monotonic clock, `process.hrtime`, in ms,
+ * one clock for every process on the host), the failed acquisitions, and the
  * fenced store's audit log in the store's own order.
  */
 

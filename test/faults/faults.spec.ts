@@ -40,7 +40,12 @@ const ACQUIRE = { retryCount: 100_000, acquireTimeout: 2000 };
 // ============================================================================
 const RESTART_GUARD_MS = Number(process.env.FAULTS_RESTART_GUARD ?? 2 * TTL);
 
-const now = () => performance.timeOrigin + performance.now();
+// The host's monotonic clock (ms), the one the workers stamp their histories with.
+// Not `performance.timeOrigin + performance.now()`: a process's time origin can be
+// off by milliseconds (one worker's was 8.8-12.6 ms ahead of the others for a whole
+// run, read from its sections' start minus their tokens' clock), enough to show
+// sections that followed each other as overlapping.
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const dir = mkdtempSync(join(tmpdir(), 'redlock-faults-'));
 
 let fleet: RedisFleet; // the 5 lock nodes

@@ -4,8 +4,8 @@
 // fenced store with the lock's fencing token. Every critical section is one
 // JSON line appended to this worker's own history file:
 //   { w, who, token, asked, start, end, store, ... }
-// Times are `performance.timeOrigin + performance.now()` (ms), comparable
-// across processes on one host.
+// Times are the host's monotonic clock in ms (`process.hrtime`), one clock for
+// every process: `performance.timeOrigin` is not (see faults.spec.ts, `now`).
 //
 // argv[2]: JSON config { id, nodes, storeUrl, storePrefix, resource, ttl,
 //   holdMin, holdMax, history, redlock, acquire, maxRunMs }
@@ -27,7 +27,7 @@ import { FencedStore } from './fenced-store.mjs';
 const { Redlock } = await import(process.env.FAULTS_LIBRARY ?? '../../dist/esm/index.js');
 
 const config = JSON.parse(process.argv[2]);
-const now = () => performance.timeOrigin + performance.now();
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const record = (entry) => appendFileSync(config.history, `${JSON.stringify({ w: config.id, ...entry })}\n`);
 
 // Bounded: never outlive the runner, never run forever.
