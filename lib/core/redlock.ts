@@ -29,6 +29,7 @@ import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, SET_NX }
 import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
 import { WakeNotifier } from './wake-notifier.js';
+import { queuePosition } from './queue-position.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
@@ -200,14 +201,9 @@ export class Redlock implements LockOwner {
     const id = random.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8);
     // A waiter's id names its client, whose channel the release wakes it on.
     const waiter = fair && retry.retryCount > 0 ? `${this.clientId}.${id}` : '';
-    // The queue position: when this call began, in µs on this host's clock. The same
-    // score on every node keeps the queues in one order (a waiter first on some nodes
-    // and second on others could leave nobody with a quorum); ms were too coarse: two
-    // waiters of one millisecond were ordered by their random ids.
-    const since = Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
     // A queue entry lives long enough to survive the wait until the next attempt.
     const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
-    const queueSpec = !fair ? '' : waiter ? `${waiter} ${since} ${entryTtl}` : '-';
+    const queueSpec = !fair ? '' : waiter ? `${waiter} ${queuePosition()} ${entryTtl}` : '-';
     // Strings, made once: the five nodes' commands share them, and ioredis would
     // convert each number again for each command. The last one, with fencing, is
     // set for each attempt.
