@@ -13,7 +13,7 @@ import {
 } from '../../lib/index.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { commandCalls, onEveryNode } from '../support/node-stats.js';
+import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
@@ -102,7 +102,7 @@ describe('mutual exclusion', () => {
       }),
     );
     expect(violations).toBe(0);
-    await until(async () => (await Promise.all([0, 1, 2, 3, 4].map(lockKeys))).every((k) => k.length === 0), 'no key left on any node');
+    await until(async () => (await keysLeft(raw, 'redlock:lock:*')).length === 0, 'no key left on any node');
   });
 });
 
@@ -400,7 +400,7 @@ describe('batching', () => {
 
       const locks = await Promise.all(Array.from({ length: 64 }, (_, i) => redlock.acquire(`many:${i}`, 5000)));
       await Promise.all(locks.map((l) => l.release()));
-      await until(async () => (await Promise.all(raw.map((r) => r.keys('redlock:lock:many:*')))).every((k) => k.length === 0), 'no key left on any node');
+      await until(async () => (await keysLeft(raw, 'redlock:lock:many:*')).length === 0, 'no key left on any node');
       // 128 scripts per node (64 acquires, 64 releases): the first of each burst is
       // written alone, the rest of the burst in one write.
       for (const w of writes) expect(w - 2).toBeLessThanOrEqual(8);

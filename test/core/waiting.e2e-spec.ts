@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { commandCalls, onEveryNode } from '../support/node-stats.js';
+import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
@@ -19,8 +19,7 @@ function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {})
 /** Whether the client's wake channel is subscribed on every node (it subscribes up front). */
 const subscribed = (redlock: Redlock) => (redlock as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed;
 
-const queueKeysLeft = async () =>
-  (await Promise.all(raw.map((r) => r.keys('redlock:queue*')))).flat();
+const queueKeysLeft = () => keysLeft(raw, 'redlock:queue*');
 
 beforeAll(async () => {
   fleet = await startFleet(3);

@@ -6,6 +6,11 @@ export async function commandCalls(node: Redis, command: string): Promise<number
   return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
 }
 
+/** The keys matching `pattern` on any of `nodes` (after a round settles there: none left behind). */
+export async function keysLeft(nodes: readonly Redis[], pattern: string): Promise<string[]> {
+  return (await Promise.all(nodes.map((node) => node.keys(pattern)))).flat();
+}
+
 /**
  * Whether `key` exists on every one of `nodes` (`present`), or on none. Rounds are
  * decided at a quorum, so a test that looks at every node waits for this first.
