@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { Redlock } from '../../lib/index.js';
 import { main } from '../../lib/cli/inspect.command.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
 beforeAll(async () => {
@@ -18,6 +19,8 @@ describe('inspection', () => {
     const anonymous = new Redlock({ nodes: fleet.urls, identity: true });
     try {
       const lock = await holder.acquire('stuck-job', 30_000);
+      // The acquire was decided at a quorum: the last node may still be answering.
+      await until(async () => (await anonymous.inspect('stuck-job')).heldOn === 3, 'the holder on every node');
       const inspection = await anonymous.inspect('stuck-job');
       expect(inspection).toMatchObject({ resource: 'stuck-job', held: true, heldOn: 3, quorum: 2, identity: { app: 'billing' } });
       expect(inspection.ttl).toBeGreaterThan(29_000);
@@ -32,6 +35,7 @@ describe('inspection', () => {
       const mine = await anonymous.acquire('mine', 5000);
       expect((await holder.inspect('mine')).identity).toEqual({ host: hostname(), pid: process.pid });
       await mine.release();
+      await until(async () => (await holder.inspect('mine')).heldOn === 0, 'the release on every node');
       expect(await holder.inspect('mine')).toMatchObject({ held: false, heldOn: 0 });
 
       // Nothing of the value is shown: only a fingerprint.

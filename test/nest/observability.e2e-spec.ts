@@ -48,6 +48,8 @@ describe('observability', () => {
     const locks = app.get(LockService);
 
     const lock = await locks.acquire('observed', 1000, { autoExtend: true });
+    // Decided at a quorum: node 0 may still be answering.
+    await until(async () => (await raw.exists('redlock:lock:observed')) === 1, 'the key on node 0');
     const value = (await raw.get('redlock:lock:observed'))!;
     await expect(locks.acquire('observed', 1000)).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
     await until(() => lock.extensions > 0, 'an extension');
