@@ -5,6 +5,7 @@ import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/inde
 import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 // Three lock nodes: a 3-shard Redis Cluster and two standalone servers.
 let cluster: RedisClusterFleet;
@@ -62,7 +63,7 @@ describe('a Redis Cluster as a lock node', () => {
   });
 
   it('takes multi-resource locks whose names share a hash tag, all or none, and refuses others', async () => {
-    const redlock = new Redlock({ nodes: nodes(), retryCount: 0 });
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
     try {
       const order = await redlock.acquire(['{order:42}:payment', '{order:42}:stock'], 5000);
       await expect(redlock.acquire(['{order:42}:stock', '{order:42}:invoice'], 5000)).rejects.toBeInstanceOf(ResourceBusyError);

@@ -5,6 +5,7 @@ import { Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { onEveryNode } from '../support/node-stats.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let secured: RedisFleet;
@@ -28,7 +29,7 @@ describe('hostile resource names', () => {
     ['glob characters', '*?[]'],
     ['1024 characters', 'x'.repeat(1024)],
   ])('locks a name with %s exactly as given', async (_label, name) => {
-    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0 });
+    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
     try {
       const lock = await redlock.acquire(name, 5000);
       await until(() => onEveryNode(raw, `redlock:lock:${name}`), 'the keys');
@@ -44,7 +45,7 @@ describe('hostile resource names', () => {
 describe('secrets', () => {
   it('lock values are 160 random bits, distinct, and never in events, errors, JSON or inspect', async () => {
     const events: LockEvent[] = [];
-    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0, onEvent: (e) => events.push(e) });
+    const redlock = new Redlock({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT, onEvent: (e) => events.push(e) });
     try {
       const values = new Set<string>();
       const leaks: string[] = [];

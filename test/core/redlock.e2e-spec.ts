@@ -15,13 +15,14 @@ import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let raw: Redis[];
 const clients: Redlock[] = [];
 
 function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
-  const redlock = new Redlock({ nodes: fleet.urls, retryDelay: 10, retryJitter: 20, ...options });
+  const redlock = new Redlock({ nodes: fleet.urls, retryDelay: 10, retryJitter: 20, nodeTimeout: TEST_NODE_TIMEOUT, ...options });
   clients.push(redlock);
   return redlock;
 }

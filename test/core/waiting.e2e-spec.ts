@@ -5,13 +5,14 @@ import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let raw: Redis[];
 const clients: Redlock[] = [];
 
 function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
-  const redlock = new Redlock({ nodes: fleet.urls, ...options });
+  const redlock = new Redlock({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, ...options });
   clients.push(redlock);
   return redlock;
 }

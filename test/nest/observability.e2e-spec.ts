@@ -10,6 +10,7 @@ import { firstValueFrom } from 'rxjs';
 import { LockService, RedlockModule, ofLockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
 const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 60_000 });
@@ -40,7 +41,7 @@ afterAll(async () => {
 
 describe('observability', () => {
   it('records metrics and spans with OpenTelemetry, and logs at sensible levels, never a lock value', async () => {
-    const ref = await Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: fleet.urls, retryCount: 0 })] })
+    const ref = await Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT })] })
       .setLogger(recorder)
       .compile();
     const app = await ref.createNestApplication({ logger: recorder }).init();

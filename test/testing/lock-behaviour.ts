@@ -16,6 +16,7 @@ import {
   type RedlockOptions,
 } from '../../lib/index.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** A set of nodes to run the suite on, and what the suite needs to do to them. */
 export interface LockBackend {
@@ -36,18 +37,13 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
     let backend: LockBackend;
     const clients: Redlock[] = [];
 
-    /**
-     * A client of the shared nodes, as another process would have. Its per-node
-     * timeout is generous: on a loaded test machine the default (derived from
-     * the ttl, 50 ms for short ones) would turn slow answers into failures that
-     * are not what this suite is about.
-     */
+    /** A client of the shared nodes, as another process would have. */
     const client = (options: Partial<RedlockOptions> = {}): Redlock => {
       const redlock = new Redlock({
         nodes: backend.nodes as NodeSpec[],
         retryDelay: 10,
         retryJitter: 10,
-        nodeTimeout: 250,
+        nodeTimeout: TEST_NODE_TIMEOUT,
         ...options,
       });
       clients.push(redlock);
