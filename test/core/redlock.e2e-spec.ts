@@ -94,7 +94,8 @@ describe('mutual exclusion', () => {
     await Promise.all(
       Array.from({ length: 30 }, (_, k) => {
         const set = ['r0', 'r1', 'r2', 'r3', 'r4'].filter((_, j) => (k + j) % 3 !== 0);
-        return redlock.using(set, 2000, async () => {
+        // A ttl that outlives the wait for no keys left below: keys gone were released.
+        return redlock.using(set, 30_000, async () => {
           for (const r of set) if ((holders.get(r) ?? 0) > 0) violations++;
           for (const r of set) holders.set(r, (holders.get(r) ?? 0) + 1);
           await sleep(1);
@@ -212,6 +213,9 @@ describe('lifecycle', () => {
       expect(lock.signal.aborted).toBe(false);
     });
     expect(extended).toBeGreaterThanOrEqual(2);
+    // Released at a quorum (3 of 5) when the work ended, long before the last
+    // extension's 700 ms run out; the other nodes follow.
+    expect((await Promise.all(raw.map((r) => r.exists('redlock:lock:long')))).filter((n) => n === 1).length).toBeLessThanOrEqual(2);
     await until(() => onEveryNode(raw, 'redlock:lock:long', false), 'the key gone from every node');
   });
 });
@@ -224,7 +228,8 @@ describe('node failures', () => {
     const lock = await redlock.acquire('degraded', 5000);
     await lock.extend(5000);
     await lock.release();
-    await until(() => onEveryNode(raw.slice(0, 3), 'redlock:lock:degraded', false), 'the key gone from the live nodes');
+    // Within 1 s, well before the 5 s ttl: released, not expired.
+    await until(() => onEveryNode(raw.slice(0, 3), 'redlock:lock:degraded', false), 'the key gone from the live nodes', 1000);
   });
 
   it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
@@ -239,7 +244,8 @@ describe('node failures', () => {
     // One SET on each node that answered the acquire, and no script.
     after.forEach(([set, evalsha], i) => expect([set! - before[i]![0]!, evalsha! - before[i]![1]!]).toEqual([1, 0]));
     await lock.release();
-    await until(() => onEveryNode(raw, 'redlock:lock:bare', false), 'no key left');
+    // Within 1 s, well before the 5 s ttl: released, not expired.
+    await until(() => onEveryNode(raw, 'redlock:lock:bare', false), 'no key left', 1000);
   });
 
   it('ACQUIRE that finds its own value already there (a resent command, a lost undo) sets it again for the full ttl', async () => {
@@ -404,7 +410,8 @@ describe('batching', () => {
 
       const locks = await Promise.all(Array.from({ length: 64 }, (_, i) => redlock.acquire(`many:${i}`, 5000)));
       await Promise.all(locks.map((l) => l.release()));
-      await until(async () => (await keysLeft(raw, 'redlock:lock:many:*')).length === 0, 'no key left on any node');
+      // Within 2 s, well before the 5 s ttl: released, not expired.
+      await until(async () => (await keysLeft(raw, 'redlock:lock:many:*')).length === 0, 'no key left on any node', 2000);
       // 128 scripts per node (64 acquires, 64 releases): the first of each burst is
       // written alone, the rest of the burst in one write.
       for (const w of writes) expect(w - 2).toBeLessThanOrEqual(8);
