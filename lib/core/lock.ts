@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
 import { LostStream } from './lost-stream.js';
@@ -68,11 +69,12 @@ export class Lock {
   private readonly threshold: number;
   private readonly maxExtensions: number;
 
+  /** The client that made it: truly private, so that no logger walks into its nodes. */
+  readonly #owner: LockOwner;
+
   /** @internal Created by `Redlock`; not for user code. */
-  constructor(
-    private readonly owner: LockOwner,
-    init: LockInit,
-  ) {
+  constructor(owner: LockOwner, init: LockInit) {
+    this.#owner = owner;
     this.id = init.id;
     this.resources = init.resources;
     this.fencingToken = init.fencingToken;
@@ -135,12 +137,12 @@ export class Lock {
 
   /** Extends the lock to `ttl` ms from now (default: its last ttl) on a quorum of nodes. */
   extend(ttl?: number): Promise<Lock> {
-    return this.owner.extend(this, ttl);
+    return this.#owner.extend(this, ttl);
   }
 
   /** Deletes this holder's keys on every node. Idempotent. */
   release(): Promise<void> {
-    return this.owner.release(this);
+    return this.#owner.release(this);
   }
 
   /**
@@ -149,9 +151,10 @@ export class Lock {
    * at least that long (schedulers on several hosts firing the same tick).
    */
   expireAfter(ms: number): Promise<void> {
-    return this.owner.expireAfter(this, ms);
+    return this.#owner.expireAfter(this, ms);
   }
 
+  /** What logs and `JSON.stringify` show: public facts, never the secret value. */
   toJSON() {
     return {
       id: this.id,
@@ -160,6 +163,11 @@ export class Lock {
       fencingToken: this.fencingToken,
       state: this.state,
     };
+  }
+
+  /** `console.log(lock)`, `util.inspect` and Nest's loggers show `toJSON()`, whatever the depth. */
+  [inspect.custom](_depth: number, options: object): string {
+    return `Lock ${inspect(this.toJSON(), { ...options, depth: 2 })}`;
   }
 
   /** @internal Records a successful extension. */
@@ -204,12 +212,12 @@ export class Lock {
   }
 
   private autoExtend(): void {
-    this.owner.extend(this).then(
+    this.#owner.extend(this).then(
       () => undefined,
       (error: LockError) => {
         if (this.state !== 'held') return;
         if (error.code === 'LOCK_LOST') return; // the owner marked it lost already
-        this.owner.extendFailed(this, error);
+        this.#owner.extendFailed(this, error);
         // Try again soon while the lock may still be valid; expiry ends it otherwise.
         this.scheduleExtension(Math.min(Math.max(10, this.validity / 4), 1000));
       },
@@ -223,7 +231,7 @@ export class Lock {
     this.expiryTimer = setTimeout(
       () => {
         if (this.state !== 'held') return;
-        if (this.expiry <= performance.now() + 1) this.owner.lost(this, 'expired');
+        if (this.expiry <= performance.now() + 1) this.#owner.lost(this, 'expired');
         else this.armExpiry(); // the timer fired early, or the lock was extended meanwhile
       },
       Math.max(0, this.expiry - performance.now()),

@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { inspect } from 'node:util';
 import { NODE_SCRIPTS, SET_NX, sendScript, type Command, type Done, type Script } from './scripts.js';
 
 const TAKEN = [1, 0];
@@ -108,6 +109,11 @@ export class LockNode {
     const client =
       typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
     return new LockNode(client, true);
+  }
+
+  /** Logs show the label only: the client's options hold the node's password. */
+  [inspect.custom](): string {
+    return `LockNode(${this.label})`;
   }
 
   /** True while the restart guard keeps this node's votes out of the quorum. */

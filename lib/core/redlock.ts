@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inspect } from 'node:util';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { LockAbortedError } from './errors/lock-aborted.error.js';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
@@ -67,12 +68,14 @@ const releaseVerdict = (): Verdict => ({ outcome: 'ok' });
 export class Redlock implements LockOwner {
   /** Votes needed: floor(N/2)+1. */
   readonly quorum: number;
-  private readonly nodes: readonly LockNode[];
+  // Secret-bearing fields are truly private (#): no inspect, logger or serializer
+  // reaches the nodes' clients (their passwords) or the random pool (lock values).
+  readonly #nodes: readonly LockNode[];
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
   /** Per held lock: its keys, the nodes its acquire went to, and its waiter id if it queued (RELEASE leaves the queues). */
   private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
-  private readonly notifier: WakeNotifier;
+  readonly #notifier: WakeNotifier;
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
@@ -80,7 +83,7 @@ export class Redlock implements LockOwner {
   private readonly identity: string;
   /** Names this client in its waiters' ids and its wake channel (random: two processes never share one). */
   private readonly clientId = randomBytes(6).toString('hex');
-  private readonly random = new RandomPool();
+  readonly #random = new RandomPool();
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
   private readonly wakePrefix: string;
   private closed = false;
@@ -95,19 +98,19 @@ export class Redlock implements LockOwner {
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
     this.identity = encodeIdentity(options.identity);
-    this.nodes = buildNodes(options.nodes);
+    this.#nodes = buildNodes(options.nodes);
     try {
-      this.clustered = this.nodes.some((n) => n.client instanceof Cluster);
+      this.clustered = this.#nodes.some((n) => n.client instanceof Cluster);
       this.layout = new KeyLayout(this.options.prefix, this.clustered);
     } catch (error) {
-      for (const node of this.nodes) void node.close(0);
+      for (const node of this.#nodes) void node.close(0);
       throw error;
     }
-    this.quorum = quorumOf(this.nodes.length);
+    this.quorum = quorumOf(this.#nodes.length);
     this.wakePrefix = `${this.options.prefix}wake:`;
-    this.notifier = new WakeNotifier(this.nodes, `${this.wakePrefix}${this.clientId}`);
+    this.#notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
     if (options.onEvent) this.listeners.add(options.onEvent);
-    for (const node of this.nodes) {
+    for (const node of this.#nodes) {
       const report = (error: Error) =>
         this.emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
       node.client.on('error', report);
@@ -125,12 +128,12 @@ export class Redlock implements LockOwner {
     // A client whose calls wait by default will wait sooner or later: its wake
     // channel is subscribed up front (calls that wait only by their own options
     // subscribe on their first wait).
-    if (this.options.fairWaiting && this.options.retryCount > 0) this.notifier.start();
+    if (this.options.fairWaiting && this.options.retryCount > 0) this.#notifier.start();
   }
 
   /** `host:port/db` of each node, in order; never credentials. */
   get nodeLabels(): readonly string[] {
-    return this.nodes.map((n) => n.label);
+    return this.#nodes.map((n) => n.label);
   }
 
   /**
@@ -142,7 +145,7 @@ export class Redlock implements LockOwner {
    * const healthy = (await redlock.ping(500)).filter((n) => n.status === 'up').length >= redlock.quorum;
    */
   ping(timeout?: number): Promise<NodeHealth[]> {
-    return pingNodes(this.nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkTtl(timeout, 'timeout'));
+    return pingNodes(this.#nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkTtl(timeout, 'timeout'));
   }
 
   /**
@@ -161,13 +164,19 @@ export class Redlock implements LockOwner {
       const done = (ok: boolean) => {
         settled++;
         if (ok) up++;
-        if (up >= this.quorum || settled === this.nodes.length) {
+        if (up >= this.quorum || settled === this.#nodes.length) {
           this.connecting = undefined;
           resolve();
         }
       };
-      for (const node of this.nodes) node.connect().then(done, () => done(false));
+      for (const node of this.#nodes) node.connect().then(done, () => done(false));
     });
+  }
+
+  /** What logs show of the client: its nodes' labels and quorum, never a client or a secret. */
+  [inspect.custom](_depth: number, options: object): string {
+    const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.held.size, closed: this.closed };
+    return `Redlock ${inspect(shown, { ...options, depth: 2 })}`;
   }
 
   /** Adds a listener for every lock event; returns a function that removes it. */
@@ -196,9 +205,11 @@ export class Redlock implements LockOwner {
     const keys = this.layout.forLock(names, retention > 0, fair);
     // One draw for both: the secret value, and the public id (unrelated bytes),
     // which doubles as the waiter id in the nodes' queues.
-    const [random, at] = this.random.take(VALUE_BYTES + 8);
-    const value = random.toString('base64url', at, at + VALUE_BYTES) + this.identity;
-    const id = random.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8);
+    const [secret, id] = this.#random.take(VALUE_BYTES + 8, (bytes, at) => [
+      bytes.toString('base64url', at, at + VALUE_BYTES),
+      bytes.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8),
+    ]);
+    const value = secret + this.identity;
     // A waiter's id names its client, whose channel the release wakes it on.
     const waiter = fair && retry.retryCount > 0 ? `${this.clientId}.${id}` : '';
     // A queue entry lives long enough to survive the wait until the next attempt.
@@ -215,7 +226,7 @@ export class Redlock implements LockOwner {
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
-    let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
+    let turn = waiter && this.#notifier.isSubscribed ? new Turn(this.#notifier, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
@@ -243,7 +254,7 @@ export class Redlock implements LockOwner {
       // The fencing token's floor: this clock in µs, one value for every node.
       if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
       const round = await broadcast(
-        this.nodes,
+        this.#nodes,
         (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done),
         acquireVerdict,
         this.quorum,
@@ -305,7 +316,7 @@ export class Redlock implements LockOwner {
       const undo = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
       if (undo.includes(true)) {
         await broadcast(
-          this.nodes,
+          this.#nodes,
           (node, done) => node.send(RELEASE, keys.release, undoArgs, done),
           releaseVerdict,
           this.quorum,
@@ -334,7 +345,7 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
-      if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
+      if (waiter && !turn) turn = new Turn(this.#notifier, waiter, true);
       try {
         await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {
@@ -346,7 +357,7 @@ export class Redlock implements LockOwner {
   /** A waiter that gave up leaves the nodes' queues, and wakes the next waiter if it was first. */
   private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number): void {
     void broadcast(
-      this.nodes,
+      this.#nodes,
       (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
       releaseVerdict,
       this.quorum,
@@ -395,7 +406,7 @@ export class Redlock implements LockOwner {
     const args = [secretOf(lock), String(newTtl)];
     const t0 = performance.now();
     const round = await broadcast(
-      this.nodes,
+      this.#nodes,
       (node, done) => node.send(EXTEND, keys, args, done),
       heldVerdict,
       this.quorum,
@@ -439,7 +450,7 @@ export class Redlock implements LockOwner {
     lock.markReleased();
     const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
     const round = await broadcast(
-      this.nodes,
+      this.#nodes,
       (node, done) => node.send(RELEASE, held.keys.release, args, done),
       releaseVerdict,
       this.quorum,
@@ -496,7 +507,7 @@ export class Redlock implements LockOwner {
     const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
     const timeout = this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl);
     const answers = await Promise.all(
-      this.nodes.map(async (node) => {
+      this.#nodes.map(async (node) => {
         let timer: NodeJS.Timeout | undefined;
         try {
           const reply = await Promise.race([
@@ -523,9 +534,9 @@ export class Redlock implements LockOwner {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.held.keys()].map((lock) => lock.release().catch(() => undefined)));
-    this.notifier.close();
+    this.#notifier.close();
     for (const detach of this.detach) detach();
-    await Promise.all(this.nodes.map((node) => node.close(CLOSE_TIMEOUT)));
+    await Promise.all(this.#nodes.map((node) => node.close(CLOSE_TIMEOUT)));
   }
 
   /** @internal LockOwner: a lock found lost. */
@@ -577,7 +588,7 @@ export class Redlock implements LockOwner {
     for (const vote of round.yes) if (vote.value > token) token = vote.value;
     const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
     if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
-    const others = this.nodes.filter((_, i) => !agreeing.has(i));
+    const others = this.#nodes.filter((_, i) => !agreeing.has(i));
     const confirmArgs = [value, String(token), String(scriptKeys.length / 2), String(this.options.fencingRetention)];
     const confirm = await broadcast(
       others,
@@ -588,7 +599,7 @@ export class Redlock implements LockOwner {
       'quorum',
     );
     const byLabel = new Map(confirm.reports.map((r) => [r.node, r]));
-    const reports = this.nodes.map((node, i) =>
+    const reports = this.#nodes.map((node, i) =>
       agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!,
     );
     return { ok: agreeing.size + confirm.yes.length >= this.quorum, token, reports };

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
@@ -39,12 +40,21 @@ export class LockService implements LockedRunner {
   /** Locks found lost (validity ran out, keys gone): their signals have fired. */
   readonly lost$ = this.events$.pipe(ofLockEvent('lost'));
 
+  /** The module's options, whose nodes may carry passwords: truly private. */
+  readonly #options: RedlockModuleOptions;
+
   constructor(
     /** The quorum client, for what this service does not wrap. */
     readonly client: Redlock,
-    @Inject(REDLOCK_MODULE_OPTIONS) private readonly options: RedlockModuleOptions,
+    @Inject(REDLOCK_MODULE_OPTIONS) options: RedlockModuleOptions,
   ) {
+    this.#options = options;
     this.unsubscribe = client.subscribe((event) => this.subject.next(event));
+  }
+
+  /** Logs show the client's summary, never the module's options. */
+  [inspect.custom](_depth: number, options: object): string {
+    return `LockService { client: ${inspect(this.client, options)} }`;
   }
 
   /** Acquires with the client's retries (see `Redlock.acquire`). Release it in a `finally`. */
@@ -92,7 +102,7 @@ export class LockService implements LockedRunner {
 
   /** @internal Runs a `@Locked` provider, cron or interval method. */
   run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): Promise<unknown> {
-    return this.runLocked(metadata, resolveKey(metadata.key, { args }), this.options.methodBusy, () =>
+    return this.runLocked(metadata, resolveKey(metadata.key, { args }), this.#options.methodBusy, () =>
       original.apply(self, args),
     );
   }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { ConsoleLogger } from '@nestjs/common';
 import { inspect } from 'node:util';
-import { Redlock, type LockEvent } from '../../lib/index.js';
+import { LockService, Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { onEveryNode } from '../support/node-stats.js';
@@ -91,5 +92,62 @@ describe('secrets', () => {
     expect(JSON.stringify(nodeErrors)).toMatch(/WRONGPASS|invalid/i);
     const haystack = JSON.stringify(events) + String(error) + inspect(error, { depth: 6 });
     expect(haystack).not.toContain('wrong-secret-y');
+  });
+});
+
+describe('nothing a lock holds is rendered by loggers (issue 18.1)', () => {
+  /** Every way an application prints a lock and its client: inspect at any depth, with and without custom inspection, JSON, Nest's ConsoleLogger. */
+  const renderings = (value: unknown): string[] => {
+    const out = [
+      inspect(value),
+      inspect(value, { depth: Infinity, showHidden: true }),
+      inspect(value, { depth: Infinity, showHidden: true, customInspect: false, getters: true }),
+      JSON.stringify(value) ?? '',
+    ];
+    const logger = new ConsoleLogger('leak-test');
+    const written: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string | Uint8Array) => (written.push(String(chunk)), true)) as typeof process.stdout.write;
+    try {
+      logger.log(value);
+      new ConsoleLogger('leak-test', { depth: Infinity } as object).log(value);
+      new ConsoleLogger('leak-test', { json: true } as object).log(value);
+    } finally {
+      process.stdout.write = write;
+    }
+    return [...out, ...written];
+  };
+
+  it('shows no lock value, no random bytes and no password from a Lock, its Redlock, a LockService or an event', async () => {
+    const events: LockEvent[] = [];
+    const password = 'pa55-word-x';
+    const options = {
+      nodes: secured.urls.map((u) => u.replace('redis://', `redis://:${password}@`)),
+      retryCount: 0,
+      nodeTimeout: TEST_NODE_TIMEOUT,
+      onEvent: (e: LockEvent) => events.push(e),
+    };
+    const redlock = new Redlock(options);
+    const service = new LockService(redlock, options);
+    try {
+      const locks = [await redlock.acquire('leak-a', 5000), await redlock.acquire('leak-b', 5000)];
+      const check = new Redis(secured.urls[0]!, { password });
+      const values = await Promise.all(['leak-a', 'leak-b'].map((r) => check.get(`redlock:lock:${r}`)));
+      check.disconnect();
+      expect(values.every((v) => typeof v === 'string' && v.length >= 27)).toBe(true);
+      const haystack = [...locks, redlock, service, events].flatMap(renderings).join('\n');
+      for (const value of values) {
+        // The value as stored, its raw bytes (as a Buffer would render them) and its first bytes.
+        const bytes = Buffer.from(value!.slice(0, 27), 'base64url');
+        expect(haystack).not.toContain(value!.slice(0, 27));
+        expect(haystack).not.toContain(bytes.toString('hex').slice(0, 12));
+        expect(haystack).not.toContain([...bytes.subarray(0, 4)].map((b) => b.toString(16).padStart(2, '0')).join(' '));
+      }
+      expect(haystack).not.toContain(password);
+      expect(haystack).not.toMatch(/<Buffer/);
+      await Promise.all(locks.map((l) => l.release()));
+    } finally {
+      await redlock.close();
+    }
   });
 });
