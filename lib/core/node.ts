@@ -1,4 +1,4 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { inspect } from 'node:util';
 import { NODE_SCRIPTS, SET_NX, sendScript, type Command, type Done, type Script } from './scripts.js';
 
@@ -31,6 +31,23 @@ const OWNED_DEFAULTS: RedisOptions = {
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**
+ * What kind of client a node was given, told by shape rather than by class: an
+ * application often has its own copy of ioredis beside the library's, whose
+ * clients fail `instanceof` yet are ioredis all the same (every copy marks its
+ * clients with `isCluster`). `other` is a stand-in shaped like ioredis (the
+ * testing module's in-memory node).
+ */
+export type ClientKind = 'standalone' | 'cluster' | 'other';
+
+export function clientKind(client: unknown): ClientKind {
+  const c = client as { isCluster?: unknown; sendCommand?: unknown; nodes?: unknown; options?: unknown } | null;
+  if (typeof c !== 'object' || c === null || typeof c.sendCommand !== 'function') return 'other';
+  if (c.isCluster === true && typeof c.nodes === 'function') return 'cluster';
+  if (c.isCluster === false && typeof c.options === 'object' && c.options !== null) return 'standalone';
+  return 'other';
+}
+
+/**
  * One node of the quorum: its client, a log-safe label and what tells two
  * nodes apart. Knows how to run a script by SHA; knows nothing of quorums.
  */
@@ -53,23 +70,23 @@ export class LockNode {
    * how long the node has been silent.
    */
   private readonly pending = new Map<Done, number>();
-  /** A standalone ioredis client, whose socket can be corked; a cluster or a test double sends one by one. */
-  private readonly corkable: boolean;
+  /** What the client is (see `clientKind`); only a standalone ioredis socket can be corked. */
+  readonly kind: ClientKind;
 
   private constructor(
     readonly client: RedisClient,
     readonly owned: boolean,
   ) {
-    this.identity = identityOf(client);
-    this.corkable = client instanceof Redis;
-    if (client instanceof Redis) {
+    this.kind = clientKind(client);
+    this.identity = identityOf(client, this.kind);
+    if (this.kind === 'standalone') {
       // A command in flight when the connection drops has an unknown outcome, and
       // ioredis never settles it unless it resends it after the reconnect (off for
       // the connections this client opens): fail it now, or it would hang forever
       // and keep the node counted as hung.
       client.on('close', () => this.failPending(new Error(`connection to ${this.label} closed before it answered`)));
     }
-    if (typeof (client as Partial<Redis>).pipeline === 'function' && !(client instanceof Cluster)) {
+    if (typeof (client as Partial<Redis>).pipeline === 'function' && this.kind !== 'cluster') {
       const load = () => {
         const pipeline = (client as Redis).pipeline();
         for (const script of NODE_SCRIPTS) pipeline.script('LOAD', script.lua);
@@ -103,11 +120,11 @@ export class LockNode {
 
   static from(spec: NodeSpec): LockNode {
     // A client the user made: ioredis, or anything shaped like it (the testing module's in-memory node).
-    if (spec instanceof Redis || spec instanceof Cluster || typeof (spec as Partial<Redis>).evalsha === 'function') {
+    if (clientKind(spec) !== 'other' || typeof (spec as Partial<Redis>).evalsha === 'function') {
       return new LockNode(spec as RedisClient, false);
     }
     const client =
-      typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
+      typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...(spec as RedisOptions) });
     return new LockNode(client, true);
   }
 
@@ -215,7 +232,7 @@ export class LockNode {
   }
 
   private write(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done, cork: boolean): void {
-    const stream = cork && this.corkable ? (this.client as Redis).stream : undefined;
+    const stream = cork && this.kind === 'standalone' ? (this.client as Redis).stream : undefined;
     if (stream && !stream.writableCorked) {
       stream.cork();
       process.nextTick(() => stream.uncork());
@@ -256,14 +273,14 @@ export class LockNode {
   }
 }
 
-function identityOf(client: RedisClient): string {
-  if (client instanceof Cluster) {
+function identityOf(client: RedisClient, kind: ClientKind): string {
+  if (kind === 'cluster') {
     const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map((n) =>
       typeof n === 'string' ? n : `${hostOf((n as { host?: string }).host)}:${(n as { port?: number }).port ?? 6379}`,
     );
     return `cluster(${seeds.sort().join(',')})`;
   }
-  const { host, port, path, db } = client.options;
+  const { host, port, path, db } = (client as Redis).options;
   const where = path ? `unix:${path}` : `${hostOf(host)}:${port ?? 6379}`;
   return `${where}/${db ?? 0}`;
 }

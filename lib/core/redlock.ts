@@ -1,4 +1,3 @@
-import { Cluster } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
@@ -75,7 +74,7 @@ export class Redlock implements LockOwner {
   private readonly listeners = new Set<LockEventListener>();
   /** Per held lock: its keys, the nodes its acquire went to, and its waiter id if it queued (RELEASE leaves the queues). */
   private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
-  readonly #notifier: WakeNotifier;
+  private readonly notifier: WakeNotifier;
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
   private connecting: Promise<void> | undefined;
@@ -100,7 +99,7 @@ export class Redlock implements LockOwner {
     this.identity = encodeIdentity(options.identity);
     this.#nodes = buildNodes(options.nodes);
     try {
-      this.clustered = this.#nodes.some((n) => n.client instanceof Cluster);
+      this.clustered = this.#nodes.some((n) => n.kind === 'cluster');
       this.layout = new KeyLayout(this.options.prefix, this.clustered);
     } catch (error) {
       for (const node of this.#nodes) void node.close(0);
@@ -108,7 +107,7 @@ export class Redlock implements LockOwner {
     }
     this.quorum = quorumOf(this.#nodes.length);
     this.wakePrefix = `${this.options.prefix}wake:`;
-    this.#notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
+    this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
     if (options.onEvent) this.listeners.add(options.onEvent);
     for (const node of this.#nodes) {
       const report = (error: Error) =>
@@ -116,7 +115,7 @@ export class Redlock implements LockOwner {
       node.client.on('error', report);
       this.detach.push(() => node.client.off('error', report));
       // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
-      if (this.options.restartGuard > 0 && !(node.client instanceof Cluster)) {
+      if (this.options.restartGuard > 0 && node.kind !== 'cluster') {
         this.detach.push(
           node.guardRestarts(this.options.restartGuard, (restarted, excludedFor) =>
             this.emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
@@ -128,7 +127,7 @@ export class Redlock implements LockOwner {
     // A client whose calls wait by default will wait sooner or later: its wake
     // channel is subscribed up front (calls that wait only by their own options
     // subscribe on their first wait).
-    if (this.options.fairWaiting && this.options.retryCount > 0) this.#notifier.start();
+    if (this.options.fairWaiting && this.options.retryCount > 0) this.notifier.start();
   }
 
   /** `host:port/db` of each node, in order; never credentials. */
@@ -226,7 +225,7 @@ export class Redlock implements LockOwner {
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
-    let turn = waiter && this.#notifier.isSubscribed ? new Turn(this.#notifier, waiter, false) : undefined;
+    let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
     if (this.connecting) await this.connecting;
 
     const fail = (error: LockError): never => {
@@ -345,7 +344,7 @@ export class Redlock implements LockOwner {
       if (!retryable || attempt > retry.retryCount) fail(error);
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
-      if (waiter && !turn) turn = new Turn(this.#notifier, waiter, true);
+      if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
       try {
         await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
       } catch {
@@ -534,7 +533,7 @@ export class Redlock implements LockOwner {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.held.keys()].map((lock) => lock.release().catch(() => undefined)));
-    this.#notifier.close();
+    this.notifier.close();
     for (const detach of this.detach) detach();
     await Promise.all(this.#nodes.map((node) => node.close(CLOSE_TIMEOUT)));
   }

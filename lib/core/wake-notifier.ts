@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { LockNode, RedisClient } from './node.js';
 
 type Wake = () => void;
@@ -16,7 +16,9 @@ type Wake = () => void;
  * as the fallback for a lost message or a node that cannot deliver it.
  */
 export class WakeNotifier {
-  private subscribers: RedisClient[] | undefined;
+  // The nodes and the subscriber connections carry the nodes' credentials: truly private.
+  readonly #nodes: readonly LockNode[];
+  #subscribers: RedisClient[] | undefined;
   /** Settles when every node confirmed (or refused) the subscription. */
   private confirmed: Promise<void> | undefined;
   private ready = false;
@@ -24,10 +26,12 @@ export class WakeNotifier {
   private readonly waiters = new Map<string, Wake>();
 
   constructor(
-    private readonly nodes: readonly LockNode[],
+    nodes: readonly LockNode[],
     /** This client's channel. */
     readonly channel: string,
-  ) {}
+  ) {
+    this.#nodes = nodes;
+  }
 
   /** True once this client's channel is subscribed on every node that could be reached. */
   get isSubscribed(): boolean {
@@ -58,24 +62,24 @@ export class WakeNotifier {
 
   close(): void {
     this.waiters.clear();
-    for (const subscriber of this.subscribers ?? []) subscriber.disconnect();
-    this.subscribers = undefined;
+    for (const subscriber of this.#subscribers ?? []) subscriber.disconnect();
+    this.#subscribers = undefined;
     this.confirmed = undefined;
     this.ready = false;
   }
 
   private subscribe(): Promise<void> {
     if (this.confirmed) return this.confirmed;
-    this.subscribers = this.nodes.map((node) => {
+    this.#subscribers = this.#nodes.map((node) => {
       // A connection of its own: a subscribed connection cannot run scripts.
       const { client } = node;
       const subscriber: RedisClient =
-        client instanceof Cluster ? client.duplicate() : client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+        node.kind === 'cluster' ? (client as Cluster).duplicate() : (client as Redis).duplicate({ lazyConnect: false, enableOfflineQueue: true });
       subscriber.on('error', () => undefined); // the lock connection reports node errors
       subscriber.on('message', (_channel: string, waiter: string) => this.waiters.get(waiter)?.());
       return subscriber;
     });
-    const confirmed = Promise.allSettled(this.subscribers.map((s) => s.subscribe(this.channel))).then(() => {
+    const confirmed = Promise.allSettled(this.#subscribers.map((s) => s.subscribe(this.channel))).then(() => {
       if (this.confirmed === confirmed) this.ready = true;
     });
     this.confirmed = confirmed;

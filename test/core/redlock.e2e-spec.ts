@@ -15,6 +15,7 @@ import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
+import { otherIoredis } from '../support/other-ioredis.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
@@ -307,6 +308,30 @@ describe('node failures', () => {
     const lock = await redlock.acquire('needs-4', 5000, { retryCount: 0 });
     expect(await raw[4]!.exists('redlock:lock:needs-4')).toBe(1);
     await lock.release();
+  });
+
+  it("the application's own ioredis copy: a hung node killed with commands in flight is counted again (issue 18.14)", async () => {
+    const OtherRedis = await otherIoredis();
+    // Clients of another copy of ioredis, set up as the library sets up its own.
+    const own = fleet.urls.map((url) => new OtherRedis(url, { autoResendUnfulfilledCommands: false, enableOfflineQueue: false }));
+    expect(own[0]).not.toBeInstanceOf(Redis);
+    const redlock = client({ nodes: own, nodeTimeout: 50 });
+    try {
+      await until(() => own.every((c) => c.status === 'ready'), 'the clients connected');
+      await redlock.acquire('warm', 5000).then((l) => l.release());
+      await fleet.pause(4);
+      await (await redlock.acquire('in-flight', 5000)).release(); // node 4 left unanswered
+      await fleet.kill(4); // its connection drops with those commands in flight
+      await fleet.restart(4);
+      await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'node 4 back');
+      await Promise.all([fleet.pause(0), fleet.pause(1)]);
+      const lock = await redlock.acquire('needs-4', 5000, { retryCount: 0 });
+      expect(await raw[4]!.exists('redlock:lock:needs-4')).toBe(1);
+      await lock.release();
+    } finally {
+      await redlock.close();
+      own.forEach((c) => c.disconnect());
+    }
   });
 
   it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {

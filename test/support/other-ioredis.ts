@@ -1,0 +1,17 @@
+import { cpSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Redis as RedisClass, RedisOptions } from 'ioredis';
+
+/**
+ * A second copy of the ioredis package, as an application that depends on
+ * ioredis itself has beside the library's: the same code at another path, so
+ * its classes are not the library's (`instanceof` fails). Copied under
+ * node_modules so that its own dependencies resolve to the installed ones.
+ */
+export async function otherIoredis(): Promise<new (url: string, options?: RedisOptions) => RedisClass> {
+  const root = path.resolve('node_modules');
+  const copy = path.join(root, '.cache', 'ioredis-copy', 'node_modules', 'ioredis');
+  if (!existsSync(path.join(copy, 'package.json'))) cpSync(path.join(root, 'ioredis'), copy, { recursive: true });
+  const module = (await import(path.join(copy, 'built', 'index.js'))) as { default: { Redis: new (url: string, options?: RedisOptions) => RedisClass } };
+  return module.default.Redis;
+}
