@@ -2,6 +2,7 @@ import { inspect } from 'node:util';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
 import { LostStream } from './lost-stream.js';
+import { MAX_DELAY } from './options.js';
 
 /** What a lock needs from the client that made it. */
 export interface LockOwner {
@@ -110,6 +111,11 @@ export class Lock {
     return this.state === 'lost';
   }
 
+  /** @internal Extended automatically, so kept by running work (close() waits for it). */
+  get autoExtends(): boolean {
+    return this.autoExtending && this.state === 'held';
+  }
+
   /** Extensions made so far. */
   get extensions(): number {
     return this.extensionCount;
@@ -181,7 +187,7 @@ export class Lock {
 
   /** @internal Marks the lock released and stops its timers; false when it already was. */
   markReleased(): boolean {
-    if (this.state === 'released') return false;
+    if (this.state !== 'held') return false;
     this.state = 'released';
     this.stopTimers();
     return true;
@@ -207,6 +213,12 @@ export class Lock {
   private scheduleExtension(delay = this.expiry - performance.now() - this.ttlMs * this.threshold): void {
     clearTimeout(this.extendTimer);
     if (this.state !== 'held' || this.extensionCount >= this.maxExtensions) return;
+    // Timers keep at most MAX_DELAY: a later extension is reached in steps.
+    if (delay > MAX_DELAY) {
+      this.extendTimer = setTimeout(() => this.scheduleExtension(), MAX_DELAY);
+      this.extendTimer.unref();
+      return;
+    }
     this.extendTimer = setTimeout(() => this.autoExtend(), Math.max(0, delay));
     this.extendTimer.unref();
   }
@@ -234,7 +246,7 @@ export class Lock {
         if (this.expiry <= performance.now() + 1) this.#owner.lost(this, 'expired');
         else this.armExpiry(); // the timer fired early, or the lock was extended meanwhile
       },
-      Math.max(0, this.expiry - performance.now()),
+      Math.min(MAX_DELAY, Math.max(0, this.expiry - performance.now())),
     );
     this.expiryTimer.unref();
   }

@@ -57,6 +57,8 @@ export class LockNode {
   /** Same server, same database: two specs with one identity are one node. */
   readonly identity: string;
   private readonly firstReady: Promise<void> | undefined;
+  /** Fails the first connection's wait (close() before it was up). */
+  private abandonFirst: ((error: Error) => void) | undefined;
   /** `performance.now()` until which this node's votes are not counted (restart guard). */
   private excludedUntil = 0;
   private runId: string | undefined;
@@ -103,6 +105,7 @@ export class LockNode {
       // Until the first connection is up, wait for it instead of failing at once
       // (offline queue is off); after a first failure, fail fast like a down node.
       this.firstReady = new Promise<void>((resolve, reject) => {
+        this.abandonFirst = reject;
         const onReady = () => {
           client.off('error', onError);
           resolve();
@@ -255,6 +258,8 @@ export class LockNode {
    */
   async close(timeout: number): Promise<void> {
     if (!this.owned) return;
+    // Whoever still waits for the first connection (a hung node) stops waiting.
+    this.abandonFirst?.(new Error(`connection to ${this.label} closed before it was ready`));
     if (this.client.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
       const quit = await Promise.race([

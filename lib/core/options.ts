@@ -6,6 +6,13 @@ import type { NodeSpec } from './node.js';
 /** Longest ttl Redis accepts for `PX` without overflowing its expire time. */
 export const MAX_TTL = 2 ** 46;
 
+/**
+ * Longest delay Node's timers keep: a longer one fires after 1 ms. Delays
+ * (retries, timeouts, grace periods) are bounded by it; the timers of a lock
+ * whose ttl is longer are re-armed in steps of at most this.
+ */
+export const MAX_DELAY = 2 ** 31 - 1;
+
 /** How an acquisition retries while the resource is busy. */
 export interface RetryOptions {
   /** Retries after the first attempt; 0 = try once. Default 10. */
@@ -45,7 +52,7 @@ export interface RedlockOptions extends RetryOptions {
    * Restart guard, ms (0 = off, the default): a node that restarted less than
    * this long ago is not counted in quorums, since it may have lost keys. Set it
    * to at least the longest ttl any client uses, unless every node persists
-   * with `appendfsync always`. See the README's "Node restarts".
+   * with `appendfsync always`. See the README's "Safety: what Redlock guarantees, and what it does not".
    */
   readonly restartGuard?: number;
   /**
@@ -63,6 +70,12 @@ export interface RedlockOptions extends RetryOptions {
   readonly identity?: HolderIdentity | boolean;
   /** Receives every lock event; errors thrown by it are ignored. */
   readonly onEvent?: LockEventListener;
+  /**
+   * How long `close()` waits for locks still held (running `using` routines,
+   * `@Locked` methods, locks not yet released) before it marks them lost and
+   * deletes their keys, ms. Default 10 000.
+   */
+  readonly shutdownGrace?: number;
 }
 
 export interface AutoExtendOptions {
@@ -97,6 +110,7 @@ export interface ResolvedOptions {
   readonly maxExtensions: number;
   readonly restartGuard: number;
   readonly fairWaiting: boolean;
+  readonly shutdownGrace: number;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -109,11 +123,21 @@ export const DEFAULTS = Object.freeze({
   fencingRetention: 7 * 24 * 3600 * 1000,
   threshold: 0.5,
   maxExtensions: Infinity,
+  shutdownGrace: 10_000,
 });
 
 export function checkTtl(value: unknown, name = 'ttl'): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TTL) {
     throw new InvalidArgumentError(name, `a positive integer number of milliseconds up to ${MAX_TTL}`, value);
+  }
+  return value;
+}
+
+/** A delay for a timer, ms: an integer from `min` to `MAX_DELAY`. */
+export function checkDelay(value: unknown, name: string, min = 1): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_DELAY) {
+    const expected = min === 1 ? 'a positive integer number of milliseconds' : `an integer number of milliseconds from ${min}`;
+    throw new InvalidArgumentError(name, `${expected} up to ${MAX_DELAY}`, value);
   }
   return value;
 }
@@ -133,15 +157,33 @@ function booleanOr(name: string, value: unknown, fallback: boolean): boolean {
 }
 
 function optionalTimeout(name: string, value: unknown): number | undefined {
-  return value === undefined ? undefined : checkTtl(value, name);
+  return value === undefined ? undefined : checkDelay(value, name);
+}
+
+/** Checks the per-call options of `acquire` that `resolveRetry` does not cover. */
+export function checkAcquireOptions(options: unknown): AcquireOptions {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('acquire options', 'an object or undefined', options);
+  }
+  const { signal, autoExtend, nodeTimeout } = options as AcquireOptions;
+  if (signal !== undefined && !isAbortSignal(signal)) throw new InvalidArgumentError('signal', 'an AbortSignal', signal);
+  booleanOr('autoExtend', autoExtend, false);
+  optionalTimeout('nodeTimeout', nodeTimeout);
+  return options as AcquireOptions;
+}
+
+function isAbortSignal(value: unknown): boolean {
+  const s = value as Partial<AbortSignal> | null;
+  return typeof s === 'object' && s !== null && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
 }
 
 /** Retry settings of one call, falling back to the client's. */
 export function resolveRetry(options: RetryOptions, base: RetryOptions & { retryCount: number; retryDelay: number; retryJitter: number }) {
   return {
     retryCount: integerIn('retryCount', options.retryCount, 0, 1_000_000, base.retryCount),
-    retryDelay: integerIn('retryDelay', options.retryDelay, 0, MAX_TTL, base.retryDelay),
-    retryJitter: integerIn('retryJitter', options.retryJitter, 0, MAX_TTL, base.retryJitter),
+    retryDelay: integerIn('retryDelay', options.retryDelay, 0, MAX_DELAY, base.retryDelay),
+    retryJitter: integerIn('retryJitter', options.retryJitter, 0, MAX_DELAY, base.retryJitter),
     acquireTimeout: optionalTimeout('acquireTimeout', options.acquireTimeout) ?? base.acquireTimeout,
   };
 }
@@ -161,8 +203,10 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   }
   const auto = options.autoExtend ?? {};
   const threshold = auto.threshold ?? DEFAULTS.threshold;
-  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1)) {
-    throw new InvalidArgumentError('autoExtend.threshold', 'a number in (0, 1)', threshold);
+  // At or above 1 - driftFactor the lock's validity would already be inside the
+  // threshold right after an extension: it would extend again at once, forever.
+  if (typeof threshold !== 'number' || !(threshold > 0 && threshold < 1 - driftFactor)) {
+    throw new InvalidArgumentError('autoExtend.threshold', `a number in (0, ${1 - driftFactor}) (below 1 - driftFactor)`, threshold);
   }
   const maxExtensions = auto.maxExtensions ?? DEFAULTS.maxExtensions;
   if (typeof maxExtensions !== 'number' || !(maxExtensions === Infinity || (Number.isInteger(maxExtensions) && maxExtensions >= 0))) {
@@ -187,7 +231,8 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
           : checkTtl(options.fencingRetention, 'fencingRetention'),
     threshold,
     maxExtensions,
-    restartGuard: integerIn('restartGuard', options.restartGuard, 0, MAX_TTL, 0),
+    restartGuard: integerIn('restartGuard', options.restartGuard, 0, MAX_DELAY, 0),
     fairWaiting: booleanOr('fairWaiting', options.fairWaiting, true),
+    shutdownGrace: integerIn('shutdownGrace', options.shutdownGrace, 0, MAX_DELAY, DEFAULTS.shutdownGrace),
   };
 }

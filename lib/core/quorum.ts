@@ -1,3 +1,4 @@
+import { MAX_DELAY } from './options.js';
 /** Votes needed out of `n` nodes: a strict majority. */
 export function quorumOf(n: number): number {
   return Math.floor(n / 2) + 1;
@@ -28,5 +29,5 @@ export function defaultNodeTimeout(ttl: number): number {
 
 /** Delay before retry: `delay` plus a uniform random jitter in [0, jitter). */
 export function retryDelayOf(delay: number, jitter: number): number {
-  return delay + Math.floor(Math.random() * jitter);
+  return Math.min(MAX_DELAY, delay + Math.floor(Math.random() * jitter));
 }

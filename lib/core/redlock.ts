@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
+import { ClientClosedError } from './errors/client-closed.error.js';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { LockAbortedError } from './errors/lock-aborted.error.js';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
@@ -15,7 +16,10 @@ import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
 import {
+  checkAcquireOptions,
+  checkDelay,
   checkTtl,
+  MAX_DELAY,
   resolveOptions,
   resolveRetry,
   type AcquireOptions,
@@ -33,6 +37,16 @@ import { queuePosition } from './queue-position.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
+
+/**
+ * Longest wait of an acquire for the first connections, ms. Past it the round
+ * is sent anyway, and nodes still connecting count as timeouts: a node that
+ * accepts TCP but never answers must not hold the first acquire up.
+ */
+const CONNECT_WAIT = 2000;
+
+/** Below this many held locks, expired ones are not swept (see `Redlock.sweep`). */
+const SWEEP_MIN = 64;
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
 const VALUE_BYTES = 20;
@@ -72,8 +86,24 @@ export class Redlock implements LockOwner {
   readonly #nodes: readonly LockNode[];
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
-  /** Per held lock: its keys, the nodes its acquire went to, and its waiter id if it queued (RELEASE leaves the queues). */
-  private readonly held = new Map<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
+  /** The locks held (neither released nor found lost), for close(). */
+  private readonly held = new Set<Lock>();
+  /**
+   * Per lock not yet released, lost ones included (a lost lock's release still
+   * deletes what is left of its keys): its keys, the nodes its acquire went to,
+   * and its waiter id if it queued (RELEASE leaves the queues). Weak: a lock
+   * dropped by its user takes its entry with it.
+   */
+  private readonly releasable = new WeakMap<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
+  /** Acquires under way, which close() lets finish (they undo and reject). */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Fires on close(): waits under way stop at once. */
+  private readonly closing = new AbortController();
+  private closed: Promise<void> | undefined;
+  /** Called when the last held lock leaves `held` (close() waits for it). */
+  private emptied: (() => void) | undefined;
+  /** `held` size at which expired locks are swept out (see sweep()). */
+  private sweepAt = SWEEP_MIN;
   private readonly notifier: WakeNotifier;
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[] = [];
@@ -85,7 +115,6 @@ export class Redlock implements LockOwner {
   readonly #random = new RandomPool();
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
   private readonly wakePrefix: string;
-  private closed = false;
   /**
    * Some node is a Redis Cluster. Its client may send a command again on its own
    * (a redirection, a failover), where a bare SET NX would then read its own key
@@ -144,7 +173,7 @@ export class Redlock implements LockOwner {
    * const healthy = (await redlock.ping(500)).filter((n) => n.status === 'up').length >= redlock.quorum;
    */
   ping(timeout?: number): Promise<NodeHealth[]> {
-    return pingNodes(this.#nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkTtl(timeout, 'timeout'));
+    return pingNodes(this.#nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkDelay(timeout, 'timeout'));
   }
 
   /**
@@ -174,7 +203,7 @@ export class Redlock implements LockOwner {
 
   /** What logs show of the client: its nodes' labels and quorum, never a client or a secret. */
   [inspect.custom](_depth: number, options: object): string {
-    const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.held.size, closed: this.closed };
+    const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.held.size, closed: this.closed !== undefined };
     return `Redlock ${inspect(shown, { ...options, depth: 2 })}`;
   }
 
@@ -190,8 +219,21 @@ export class Redlock implements LockOwner {
    * retries, `QuorumUnreachableError` when too few nodes answer, and
    * `LockAbortedError` when `options.signal` fires.
    */
-  async acquire(resources: string | readonly string[], ttl?: number, options: AcquireOptions = {}): Promise<Lock> {
-    this.assertOpen();
+  acquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock> {
+    let acquiring: Promise<Lock>;
+    try {
+      this.assertOpen();
+      acquiring = this.acquireLock(resources, ttl, checkAcquireOptions(options));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    this.inFlight.add(acquiring);
+    const forget = () => this.inFlight.delete(acquiring);
+    acquiring.then(forget, forget);
+    return acquiring;
+  }
+
+  private async acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
     const names = validateResources(resources);
     const lockTtl = checkTtl(ttl ?? this.options.ttl);
     const retry = resolveRetry(options, this.options);
@@ -226,7 +268,7 @@ export class Redlock implements LockOwner {
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
     let turn = waiter && this.notifier.isSubscribed ? new Turn(this.notifier, waiter, false) : undefined;
-    if (this.connecting) await this.connecting;
+    if (this.connecting) await this.settles(this.connecting, Math.min(CONNECT_WAIT, deadline - performance.now()), signal);
 
     const fail = (error: LockError): never => {
       turn?.stop();
@@ -248,6 +290,7 @@ export class Redlock implements LockOwner {
     };
 
     for (let attempt = 1; ; attempt++) {
+      if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       const t0 = performance.now();
       // The fencing token's floor: this clock in µs, one value for every node.
@@ -272,7 +315,7 @@ export class Redlock implements LockOwner {
       const elapsed = performance.now() - t0;
       const validity = validityOf(lockTtl, elapsed, this.options.driftFactor);
 
-      if (taken && validity > 0 && !signal?.aborted) {
+      if (taken && validity > 0 && !signal?.aborted && !this.closed) {
         attempts.push({ attempt, elapsed, nodes: reports });
         turn?.stop();
         // A waiter stays in the queues while it holds the lock (the key keeps the
@@ -290,7 +333,9 @@ export class Redlock implements LockOwner {
           threshold: this.options.threshold,
           maxExtensions: this.options.maxExtensions,
         });
-        this.held.set(lock, { keys, sentTo: round.sent, queuedAs });
+        this.held.add(lock);
+        if (this.held.size >= this.sweepAt) this.sweep();
+        this.releasable.set(lock, { keys, sentTo: round.sent, queuedAs });
         if (options.autoExtend) lock.startAutoExtend();
         this.emit({
           type: 'acquired',
@@ -329,6 +374,7 @@ export class Redlock implements LockOwner {
       const phaseOne = round.yes.length >= this.quorum;
       if (!phaseOne) reports = heard;
       attempts.push({ attempt, elapsed, nodes: reports });
+      if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       // Held elsewhere when the nodes that answered could have made a quorum but
       // some refused for a holder; unreachable when too few answered at all.
@@ -345,10 +391,13 @@ export class Redlock implements LockOwner {
       const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
       if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
+      const stop = this.stopOnClose(signal);
       try {
-        await (turn ? turn.wait(delay, signal) : sleep(delay, undefined, { signal }));
+        await (turn ? turn.wait(delay, stop.signal) : sleep(delay, undefined, { signal: stop.signal }));
       } catch {
-        fail(new LockAbortedError(names, signal?.reason));
+        fail(this.closed ? new ClientClosedError(names) : new LockAbortedError(names, signal?.reason));
+      } finally {
+        stop.dispose();
       }
     }
   }
@@ -396,12 +445,13 @@ export class Redlock implements LockOwner {
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
     const newTtl = checkTtl(ttl ?? lock.ttl);
     if (lock.isLost) throw new LockLostError(lock.resources, 'expired');
-    if (!this.held.has(lock)) throw new LockLostError(lock.resources, 'released');
+    const entry = this.releasable.get(lock);
+    if (!entry || !this.held.has(lock)) throw new LockLostError(lock.resources, 'released');
     if (!lock.isHeld) {
       this.lost(lock, 'expired');
       throw new LockLostError(lock.resources, 'expired');
     }
-    const keys = this.held.get(lock)!.keys.locks;
+    const keys = entry.keys.locks;
     const args = [secretOf(lock), String(newTtl)];
     const t0 = performance.now();
     const round = await broadcast(
@@ -443,8 +493,12 @@ export class Redlock implements LockOwner {
    * keys then expire at the end of the ttl.
    */
   async release(lock: Lock): Promise<void> {
-    const held = this.held.get(lock);
-    if (!held || !this.held.delete(lock)) return;
+    const held = this.releasable.get(lock);
+    if (!held) return;
+    this.releasable.delete(lock);
+    // A lost lock is released too: an extension that reached the nodes late may
+    // have kept its keys there, and a compare-and-delete is always safe.
+    const wasHeld = this.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
@@ -459,6 +513,7 @@ export class Redlock implements LockOwner {
       'quorum',
       held.sentTo,
     );
+    if (!wasHeld) return; // lost already: reported then, and best effort now
     this.emit({
       type: 'released',
       at: Date.now(),
@@ -482,7 +537,8 @@ export class Redlock implements LockOwner {
   async expireAfter(lock: Lock, ms: number): Promise<void> {
     if (ms < 1) return this.release(lock);
     await this.extend(lock, checkTtl(Math.ceil(ms), 'ms'));
-    if (!this.held.delete(lock)) return;
+    if (!this.forget(lock)) return;
+    this.releasable.delete(lock);
     lock.markReleased();
     this.emit({
       type: 'released',
@@ -526,22 +582,111 @@ export class Redlock implements LockOwner {
   }
 
   /**
-   * Releases every lock still held, then closes the connections this client
-   * opened (clients passed in stay open). Further calls to `acquire` throw.
+   * Shuts the client down without pulling a lock from under running work:
+   * acquires under way reject with `ClientClosedError` (undone on the nodes);
+   * locks still held are waited for, up to `grace` ms (default: the
+   * `shutdownGrace` option), while their automatic extensions go on; a lock
+   * still held after that is marked lost (its `signal` aborts, `lost` is
+   * emitted) before its keys are deleted. Then the connections this client
+   * opened are closed (clients passed in stay open). Further calls to
+   * `acquire` throw; calling it again returns the same promise.
    */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all([...this.held.keys()].map((lock) => lock.release().catch(() => undefined)));
+  close(options: { grace?: number } = {}): Promise<void> {
+    if (this.closed) return this.closed;
+    const grace = options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
+    this.closing.abort();
+    this.closed = this.shutDown(grace);
+    return this.closed;
+  }
+
+  private async shutDown(grace: number): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+    await this.drain(performance.now() + grace);
+    const left = [...this.held];
+    for (const lock of left) this.lost(lock, 'shutdown');
+    await Promise.all(left.map((lock) => this.release(lock).catch(() => undefined)));
     this.notifier.close();
     for (const detach of this.detach) detach();
     await Promise.all(this.#nodes.map((node) => node.close(CLOSE_TIMEOUT)));
   }
 
+  /**
+   * Waits until no lock is kept by running work (auto-extended: `using`,
+   * `@Locked`, `autoExtend`) or `until`. Other held locks are not waited for:
+   * no call of this client knows when their holder is done.
+   */
+  private async drain(until: number): Promise<void> {
+    for (;;) {
+      for (const lock of this.held) if (!lock.isHeld) this.forget(lock);
+      const now = performance.now();
+      const running = [...this.held].filter((lock) => lock.autoExtends);
+      if (running.length === 0 || now >= until) return;
+      let next = until;
+      for (const lock of running) next = Math.min(next, now + lock.validity + 1);
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.emptied = resolve;
+        timer = setTimeout(resolve, Math.min(next - now, MAX_DELAY));
+      });
+      clearTimeout(timer);
+      this.emptied = undefined;
+    }
+  }
+
+  /**
+   * Forgets held locks past their validity (left to expire, never released):
+   * run when the set has doubled since the last sweep, so that it stays
+   * proportional to the locks actually held, at a constant cost per acquire.
+   */
+  private sweep(): void {
+    for (const lock of this.held) if (!lock.isHeld) this.forget(lock);
+    this.sweepAt = Math.max(SWEEP_MIN, 2 * this.held.size);
+  }
+
+  /** Drops a lock from the held set; false when it was not there. */
+  private forget(lock: Lock): boolean {
+    if (!this.held.delete(lock)) return false;
+    this.emptied?.();
+    return true;
+  }
+
+  /** Resolves when `promise` settles, `ms` pass, `signal` aborts or the client closes; never rejects. */
+  private async settles(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const stop = this.stopOnClose(signal);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        promise,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, Math.max(0, ms));
+          stop.signal.addEventListener('abort', resolve, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      stop.dispose();
+    }
+  }
+
+  /** A signal that aborts with `signal` or when the client closes; dispose() it after use. */
+  private stopOnClose(signal: AbortSignal | undefined): { signal: AbortSignal; dispose: () => void } {
+    const controller = new AbortController();
+    const abort = () => controller.abort(signal?.reason);
+    const sources = signal ? [signal, this.closing.signal] : [this.closing.signal];
+    if (sources.some((s) => s.aborted)) abort();
+    else for (const source of sources) source.addEventListener('abort', abort, { once: true });
+    return {
+      signal: controller.signal,
+      dispose: () => {
+        for (const source of sources) source.removeEventListener('abort', abort);
+      },
+    };
+  }
+
   /** @internal LockOwner: a lock found lost. */
   lost(lock: Lock, reason: LostReason): void {
     if (!lock.markLost(reason)) return;
-    this.held.delete(lock);
+    this.forget(lock);
     this.emit({ type: 'lost', at: Date.now(), lockId: lock.id, resources: lock.resources, reason });
   }
 
@@ -605,7 +750,7 @@ export class Redlock implements LockOwner {
   }
 
   private nodeTimeoutFor(ttl: number, override?: number): number {
-    if (override !== undefined) return checkTtl(override, 'nodeTimeout');
+    if (override !== undefined) return checkDelay(override, 'nodeTimeout');
     return this.options.nodeTimeout ?? defaultNodeTimeout(ttl);
   }
 

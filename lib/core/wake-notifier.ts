@@ -19,6 +19,7 @@ export class WakeNotifier {
   // The nodes and the subscriber connections carry the nodes' credentials: truly private.
   readonly #nodes: readonly LockNode[];
   #subscribers: RedisClient[] | undefined;
+  #closed = false;
   /** Settles when every node confirmed (or refused) the subscription. */
   private confirmed: Promise<void> | undefined;
   private ready = false;
@@ -61,6 +62,7 @@ export class WakeNotifier {
   }
 
   close(): void {
+    this.#closed = true;
     this.waiters.clear();
     for (const subscriber of this.#subscribers ?? []) subscriber.disconnect();
     this.#subscribers = undefined;
@@ -70,6 +72,8 @@ export class WakeNotifier {
 
   private subscribe(): Promise<void> {
     if (this.confirmed) return this.confirmed;
+    // Closed: no connection is opened again (it would keep the process alive).
+    if (this.#closed) return Promise.resolve();
     this.#subscribers = this.#nodes.map((node) => {
       // A connection of its own: a subscribed connection cannot run scripts.
       const { client } = node;

@@ -5,3 +5,4 @@ export { QuorumUnreachableError } from './quorum-unreachable.error.js';
 export { LockLostError } from './lock-lost.error.js';
 export { LockAbortedError } from './lock-aborted.error.js';
 export { StaleTokenError } from './stale-token.error.js';
+export { ClientClosedError } from './client-closed.error.js';

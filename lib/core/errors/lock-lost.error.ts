@@ -2,8 +2,12 @@ import type { AttemptReport } from '../outcome.js';
 import { LockError } from './lock.error.js';
 import { formatResources } from './resource-busy.error.js';
 
-/** Why a held lock was found lost: its validity ran out, or a majority no longer has its keys. */
-export type LostReason = 'expired' | 'keys-gone';
+/**
+ * Why a held lock was found lost: its validity ran out, a majority no longer
+ * has its keys, or its client was closed while the lock was still held after
+ * the shutdown grace period.
+ */
+export type LostReason = 'expired' | 'keys-gone' | 'shutdown';
 
 /**
  * The lock is no longer held: its validity ran out, or a majority of nodes no

@@ -5,6 +5,7 @@ export type LockErrorCode =
   | 'QUORUM_UNREACHABLE'
   | 'LOCK_LOST'
   | 'ABORTED'
+  | 'CLIENT_CLOSED'
   | 'STALE_TOKEN';
 
 /**

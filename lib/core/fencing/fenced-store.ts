@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors/invalid-argument.error.js';
 /**
  * A store that protects its data with fencing tokens: every access carries
  * the token of the lock it runs under, and an access whose token is lower than
@@ -12,4 +13,12 @@ export interface FencedStore {
   get(key: string, token: number): Promise<string | null>;
   set(key: string, value: string, token: number): Promise<void>;
   delete(key: string, token: number): Promise<void>;
+}
+
+/** A fencing token as a store must see it: a non-negative safe integer (never undefined or NaN, which compare false with everything). */
+export function checkToken(token: unknown): number {
+  if (typeof token !== 'number' || !Number.isSafeInteger(token) || token < 0) {
+    throw new InvalidArgumentError('fencing token', 'a non-negative integer (lock.fencingToken of a fenced lock)', token);
+  }
+  return token;
 }

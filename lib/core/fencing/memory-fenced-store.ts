@@ -1,5 +1,5 @@
 import { StaleTokenError } from '../errors/stale-token.error.js';
-import type { FencedStore } from './fenced-store.js';
+import { checkToken, type FencedStore } from './fenced-store.js';
 
 /**
  * A `FencedStore` in this process's memory: for tests, samples and single
@@ -25,6 +25,7 @@ export class MemoryFencedStore implements FencedStore {
   }
 
   private admit(key: string, token: number): void {
+    checkToken(token);
     const seen = this.highest.get(key) ?? 0;
     if (token < seen) throw new StaleTokenError(key, token, seen);
     this.highest.set(key, token);

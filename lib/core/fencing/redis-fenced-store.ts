@@ -1,6 +1,6 @@
 import { StaleTokenError } from '../errors/stale-token.error.js';
 import { FENCED_ACCESS, runScript, type ScriptRunner } from '../scripts.js';
-import type { FencedStore } from './fenced-store.js';
+import { checkToken, type FencedStore } from './fenced-store.js';
 
 /**
  * A `FencedStore` on one Redis server (the protected resource's own store, not
@@ -34,7 +34,7 @@ export class RedisFencedStore implements FencedStore {
   }
 
   private async access(key: string, token: number, op: 'get' | 'set' | 'del', value?: string): Promise<unknown> {
-    if (!Number.isSafeInteger(token) || token < 0) throw new TypeError(`Expected a fencing token, got ${token}`);
+    checkToken(token);
     const keys = [`${this.prefix}data:${key}`, `${this.prefix}token:${key}`];
     const args = value === undefined ? [String(token), op] : [String(token), op, value];
     const [accepted, result] = (await runScript(this.client, FENCED_ACCESS, keys, args)) as [number, string | null];

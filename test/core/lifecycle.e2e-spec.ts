@@ -1,0 +1,211 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { inspect } from 'node:util';
+import {
+  InvalidArgumentError,
+  LockAbortedError,
+  MemoryFencedStore,
+  Redlock,
+  type Lock,
+  type LockEvent,
+} from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { onEveryNode } from '../support/node-stats.js';
+import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+
+let fleet: RedisFleet;
+let raw: Redis[];
+const clients: Redlock[] = [];
+
+function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
+  const redlock = new Redlock({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, retryDelay: 10, retryJitter: 10, ...options });
+  clients.push(redlock);
+  return redlock;
+}
+
+/** A promise and the function that resolves it. */
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+beforeAll(async () => {
+  fleet = await startFleet(3);
+  raw = fleet.urls.map((u) => new Redis(u));
+});
+afterEach(async () => {
+  for (let i = 0; i < 3; i++) if (fleet.nodes[i]!.paused) await fleet.resume(i);
+  await Promise.all(clients.splice(0).map((c) => c.close({ grace: 0 })));
+  await Promise.all(raw.map((r) => r.flushall()));
+});
+afterAll(async () => {
+  raw?.forEach((r) => r.disconnect());
+  await fleet?.stop();
+});
+
+describe('shutdown with work under way (issue 18.2)', () => {
+  it('close() waits for a running using() routine and keeps extending its lock meanwhile', async () => {
+    const events: LockEvent[] = [];
+    const app = client({ onEvent: (e) => events.push(e) });
+    const other = client({ retryCount: 0 });
+    const inside = deferred();
+    const finish = deferred();
+    const running = app.using('job', 300, async (lock) => {
+      inside.resolve();
+      await finish.promise;
+      return lock.signal.aborted;
+    });
+    await inside.promise;
+    const closing = app.close();
+    const extendedBefore = events.filter((e) => e.type === 'extended').length;
+    // Several ttls of the lock pass while the routine runs: it is extended, and held.
+    await until(() => events.filter((e) => e.type === 'extended').length >= extendedBefore + 3, 'three extensions after close()');
+    await expect(other.acquire('job', 1000)).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
+    finish.resolve();
+    expect(await running).toBe(false); // its signal never fired
+    await closing;
+    expect(events.some((e) => e.type === 'lost')).toBe(false);
+    await until(() => onEveryNode(raw, 'redlock:lock:job', false), 'the keys released');
+  });
+
+  it('past the grace period, marks the lock lost (signal, lost event) before deleting its keys', async () => {
+    const events: LockEvent[] = [];
+    const app = client({ shutdownGrace: 50, onEvent: (e) => events.push(e) });
+    const inside = deferred<Lock>();
+    const running = app.using('stuck', 5000, async (lock) => {
+      inside.resolve(lock);
+      await new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+      return lock.signal.reason as Error;
+    });
+    const lock = await inside.promise;
+    await app.close();
+    expect(lock.signal.aborted).toBe(true);
+    expect(await running).toMatchObject({ code: 'LOCK_LOST', reason: 'shutdown' });
+    expect(events.filter((e) => e.type === 'lost')).toEqual([expect.objectContaining({ reason: 'shutdown', lockId: lock.id })]);
+    expect(events.some((e) => e.type === 'released' && e.lockId === lock.id)).toBe(false);
+    await until(() => onEveryNode(raw, 'redlock:lock:stuck', false), 'the keys deleted', 1000);
+  });
+});
+
+describe('close() with acquires under way (issue 18.4)', () => {
+  it('rejects a waiting acquire with ClientClosedError, leaves nothing on the nodes and opens nothing after', async () => {
+    const holder = client({ retryCount: 0, fairWaiting: false });
+    const held = await holder.acquire('busy', 10_000);
+    // Its calls do not wait by default: no wake channel up front; this one waits by its own options.
+    const waiter = client({ retryCount: 0 });
+    const waiting = waiter.acquire('busy', 10_000, { retryCount: 1000, retryDelay: 50 });
+    await until(async () => (await raw[0]!.zcard('redlock:queue:busy')) === 1, 'the waiter queued');
+    const closing = waiter.close();
+    await expect(waiting).rejects.toMatchObject({ code: 'CLIENT_CLOSED', name: 'ClientClosedError' });
+    await closing;
+    await until(async () => (await raw[0]!.zcard('redlock:queue:busy')) === 0, 'the waiter gone from the queue');
+    // No wake channel stays subscribed on any node: the closed client holds no connection.
+    const channels = await Promise.all(raw.map((r) => r.pubsub('CHANNELS', 'redlock:wake:*')));
+    expect(channels.flat()).toEqual([]);
+    await expect(waiter.acquire('other', 1000)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await held.release();
+  });
+
+  it('an acquire whose round is in flight at close() hands out no lock and undoes its keys', async () => {
+    const redlock = client({ retryCount: 0 });
+    await redlock.ready();
+    const acquiring = redlock.acquire('in-flight', 10_000);
+    const closing = redlock.close();
+    await expect(acquiring).rejects.toMatchObject({ code: 'CLIENT_CLOSED', name: 'ClientClosedError' });
+    await closing;
+    expect(await onEveryNode(raw, 'redlock:lock:in-flight', false)).toBe(true);
+  });
+});
+
+describe('a hung majority at startup (issue 18.5)', () => {
+  it('bounds the first acquire by acquireTimeout, by its signal, and by close()', async () => {
+    await Promise.all([fleet.pause(1), fleet.pause(2)]); // accept TCP, never answer
+    const byTimeout = client({ retryCount: 5, acquireTimeout: 300 });
+    const t0 = performance.now();
+    await expect(byTimeout.acquire('hung', 5000)).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+    expect(performance.now() - t0).toBeLessThan(5000); // it waited 10 s and more before
+
+    const bySignal = client();
+    const controller = new AbortController();
+    const aborted = bySignal.acquire('hung', 5000, { signal: controller.signal });
+    controller.abort();
+    await expect(aborted).rejects.toBeInstanceOf(LockAbortedError);
+
+    const byClose = client();
+    const closed = byClose.acquire('hung', 5000);
+    await byClose.close();
+    await expect(closed).rejects.toMatchObject({ code: 'CLIENT_CLOSED', name: 'ClientClosedError' });
+    await byClose.ready(); // settled, not pending forever
+  });
+});
+
+describe('a lost lock (issue 18.6)', () => {
+  it('release() still deletes its keys, which a late extension may have kept', async () => {
+    const redlock = client();
+    const lock = await redlock.acquire('late', 200);
+    const lost = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+    await lost;
+    expect(lock.isLost).toBe(true);
+    // An extension that reached the nodes after the client gave the lock up.
+    const value = await raw[0]!.get('redlock:lock:late');
+    await Promise.all(raw.map((r) => r.set('redlock:lock:late', value ?? 'v', 'PX', 60_000)));
+    await lock.release();
+    await until(() => onEveryNode(raw, 'redlock:lock:late', false), 'the keys deleted', 1000);
+  });
+});
+
+describe('timers and bookkeeping (issues 18.10, 18.11)', () => {
+  it('refuses delays Node timers cannot keep, and a threshold that would extend in a loop', () => {
+    const nodes = fleet.urls;
+    for (const option of ['retryDelay', 'nodeTimeout', 'acquireTimeout', 'restartGuard', 'shutdownGrace']) {
+      expect(() => new Redlock({ nodes, [option]: 2 ** 31 })).toThrow(InvalidArgumentError);
+    }
+    expect(() => new Redlock({ nodes, autoExtend: { threshold: 0.99 } })).toThrow(/threshold/);
+  });
+
+  it('a lock with a ttl beyond 2^31-1 ms is not extended in a loop', async () => {
+    const events: LockEvent[] = [];
+    const redlock = client({ onEvent: (e) => events.push(e) });
+    const lock = await redlock.acquire('months', 60 * 24 * 3600 * 1000, { autoExtend: true });
+    lock.signal; // armed
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lock.isHeld).toBe(true);
+    expect(events.filter((e) => e.type === 'extended')).toEqual([]);
+    await lock.release();
+  });
+
+  it('forgets locks left to expire, so close() drops only the live ones', async () => {
+    const events: LockEvent[] = [];
+    const redlock = client({ onEvent: (e) => events.push(e) });
+    const expired = await Promise.all(Array.from({ length: 100 }, (_, i) => redlock.acquire(`short:${i}`, 20)));
+    await until(() => expired.every((l) => !l.isHeld), 'the locks expired');
+    // New locks sweep the expired ones out: the client keeps a bounded number, not every lock ever taken.
+    const live: Lock[] = [];
+    for (let i = 0; i < 30; i++) live.push(await redlock.acquire(`live:${i}`, 10_000));
+    const kept = Number(/held: (\d+)/.exec(inspect(redlock))![1]);
+    expect(kept).toBeLessThan(64);
+    await redlock.close();
+    // Only the live locks are dropped (marked lost, then deleted): nothing is sent for the expired ones.
+    const dropped = events.filter((e) => e.type === 'lost').map((e) => (e as { lockId: string }).lockId);
+    expect(dropped.sort()).toEqual(live.map((l) => l.id).sort());
+  });
+});
+
+describe('typed errors at the boundary (issue 18.13)', () => {
+  it.each([
+    ['null options', null],
+    ['a signal that is not an AbortSignal', { signal: {} }],
+    ["autoExtend: 'yes'", { autoExtend: 'yes' }],
+  ])('acquire rejects %s with InvalidArgumentError', async (_label, options) => {
+    const redlock = client();
+    await expect(redlock.acquire('x', 1000, options as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
+  it('MemoryFencedStore refuses a missing or NaN token', async () => {
+    const store = new MemoryFencedStore();
+    await expect(store.set('k', 'v', undefined as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(store.set('k', 'v', Number.NaN)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+});
