@@ -16,6 +16,8 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', swc] },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Finds the Redis servers once, or stops at once with one line saying what to install.
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
   testTimeout: 30000,
   maxWorkers: 2,
 };

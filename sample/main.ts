@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { Redlock } from '../lib/index.js';
 import { AppModule } from './app.module.js';
 import { INSTANCE } from './instance.js';
+import { IN_MEMORY } from './redlock-nodes.js';
 
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
@@ -17,8 +18,9 @@ async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
   const nodes = app.get(Redlock).nodeLabels; // host:port/db, never credentials
+  const kind = IN_MEMORY ? 'in-memory node(s) of this process' : 'node(s)';
   new Logger('Sample').log(
-    `Instance ${INSTANCE} (pid ${process.pid}) listening on http://localhost:${port}, locking on ${nodes.length} node(s): ${nodes.join(', ')}`,
+    `Instance ${INSTANCE} (pid ${process.pid}) listening on http://localhost:${port}, locking on ${nodes.length} ${kind}: ${nodes.join(', ')}`,
   );
 }
 

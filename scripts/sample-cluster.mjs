@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { findOnPath, installHint, serverBinary } from './redis-server.mjs';
 import { startNodes } from './sample-nodes.mjs';
 
 const MAIN = fileURLToPath(new URL('../dist-sample/sample/main.js', import.meta.url));
@@ -40,6 +41,11 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 const pause = (ms) =>
   interrupted ? Promise.resolve() : new Promise((resolve) => ((wake = resolve), setTimeout(resolve, ms).unref()));
 
+if (!findOnPath(serverBinary())) {
+  // In-memory nodes live in one process; the three instances need nodes they share.
+  console.error(`[cluster] ${serverBinary()} is not on PATH: ${installHint()} (npm run sample runs without it)`);
+  process.exit(2);
+}
 const nodes = await startNodes(3).catch((error) => {
   console.error(`[cluster] could not start local redis nodes: ${error.message}`);
   process.exit(2);

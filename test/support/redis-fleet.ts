@@ -1,27 +1,24 @@
 /**
  * N independent Redis nodes for Redlock tests.
  *
- * Backend choice (decided once per process, see resolveBackend()):
- *   - REDLOCK_TEST_CONTAINERS=0: local binaries only.
- *   - REDLOCK_TEST_CONTAINERS=1: containers if an engine is reachable,
- *     else local binaries (with a warning) if the binary is on PATH.
- *   - default: local binary (REDLOCK_TEST_SERVER, default redis-server) when
- *     it is on PATH; otherwise containers if an engine is reachable.
+ * Backend: decided once per process by findServers() (./find-servers.mjs): the
+ * local binary (REDLOCK_TEST_SERVER, default redis-server) when it is on PATH,
+ * else containers when an engine answers; REDLOCK_TEST_CONTAINERS=0/1 forces
+ * one. The jest global setup makes the same decision before any test runs and
+ * stops at once, with one line, when there is nothing to run on.
  * testcontainers is only imported when containers are actually considered.
  */
-import { accessSync, constants as fsConstants } from 'node:fs';
-import path from 'node:path';
 import {
   RedisNode,
-  serverBinary,
   killAllSync,
   liveNodes,
   type RedisNodeOptions,
   type RestartOptions,
   type TestRedisNode,
 } from './redis-node.js';
+import { containerRuntimeAvailable, findServers } from './find-servers.mjs';
 
-export { RedisNode, killAllSync, liveNodes };
+export { RedisNode, killAllSync, liveNodes, containerRuntimeAvailable };
 export type { RedisNodeOptions, RestartOptions, TestRedisNode };
 
 export type FleetBackend = 'local' | 'container';
@@ -33,75 +30,13 @@ export interface FleetOptions extends RedisNodeOptions {
   image?: string;
 }
 
-/** Whether `bin` (a name on PATH, or a path) is an executable file. */
-export function binaryOnPath(bin: string): boolean {
-  const candidates = bin.includes('/')
-    ? [bin]
-    : (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((d) => path.join(d, bin));
-  for (const c of candidates) {
-    try {
-      accessSync(c, fsConstants.X_OK);
-      return true;
-    } catch {
-      /* next */
-    }
-  }
-  return false;
-}
-
-let runtimeProbe: Promise<boolean> | undefined;
-
-/**
- * Cheap, once-per-process check that a container engine is reachable. With no
- * engine, testcontainers fails within milliseconds ("Could not find a working
- * container runtime strategy"); a 3 s cap guards against a hanging socket.
- */
-export function containerRuntimeAvailable(): Promise<boolean> {
-  runtimeProbe ??= (async () => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const tc = await import('testcontainers');
-      return await Promise.race([
-        tc.getContainerRuntimeClient().then(
-          () => true,
-          () => false,
-        ),
-        new Promise<boolean>((r) => {
-          timer = setTimeout(() => r(false), 3000);
-          timer.unref();
-        }),
-      ]);
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
-  })();
-  return runtimeProbe;
-}
-
 let backendChoice: Promise<FleetBackend> | undefined;
 
 export function resolveBackend(): Promise<FleetBackend> {
-  backendChoice ??= (async (): Promise<FleetBackend> => {
-    const env = process.env.REDLOCK_TEST_CONTAINERS;
-    const bin = serverBinary();
-    const haveBinary = binaryOnPath(bin);
-    if (env === '0' || env === 'false') return 'local';
-    if (env === '1' || env === 'true') {
-      if (await containerRuntimeAvailable()) return 'container';
-      if (haveBinary) {
-        console.warn(`REDLOCK_TEST_CONTAINERS=1 but no container engine is reachable; using local ${bin}`);
-        return 'local';
-      }
-      throw new Error(`REDLOCK_TEST_CONTAINERS=1 but no container engine is reachable and ${bin} is not on PATH`);
-    }
-    if (haveBinary) return 'local';
-    if (await containerRuntimeAvailable()) return 'container';
-    throw new Error(
-      `no Redis available for tests: ${bin} is not on PATH (set REDLOCK_TEST_SERVER) and no container engine is reachable`,
-    );
-  })();
+  backendChoice ??= findServers().then(({ backend, note }) => {
+    if (note) console.warn(note);
+    return backend;
+  });
   return backendChoice;
 }
 
