@@ -9,9 +9,9 @@ import type { ResourceInspection } from '../core/inspection.js';
 import { Redlock } from '../core/redlock.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
-import { resolveKey } from './lock-key.js';
 import type { LockedMetadata } from './locked.decorator.js';
 import type { LockedRunner } from './locked.registry.js';
+import { runLocked, type LockTaker } from './locked.runner.js';
 import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 
@@ -29,10 +29,10 @@ const DEFAULT_WAIT = 5000;
  * });
  */
 @Injectable()
-export class LockService implements LockedRunner {
-  private readonly logger = new Logger('Redlock');
+export class LockService implements LockedRunner, LockTaker {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
+  private readonly logger = new Logger('Redlock');
 
   /** Every lock event of this module's client, and `skipped` runs of `@Locked` methods. */
   readonly events$: Observable<RedlockEvent> = this.subject.asObservable();
@@ -90,28 +90,9 @@ export class LockService implements LockedRunner {
     return lockScope.getStore()?.locks.at(-1);
   }
 
-  /** @internal Runs a `@Locked` provider, cron or interval method. */
-  run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): Promise<unknown> {
-    return this.runLocked(metadata, resolveKey(metadata.key, { args }), this.options.methodBusy, () =>
-      original.apply(self, args),
-    );
-  }
-
-  private async runLocked(
-    metadata: LockedMetadata,
-    resources: readonly string[],
-    busyDefault: BusyOptions | undefined,
-    call: () => unknown,
-  ): Promise<unknown> {
-    const names = validateResources(resources);
-    if (heldInScope(names)) return call();
-    const lock = await this.take(names, metadata, { mode: 'skip', ...busyDefault, ...metadata.options.busy });
-    if (!lock) return undefined;
-    try {
-      return await withLock(lock, call);
-    } finally {
-      this.settle(lock, metadata);
-    }
+  /** @internal Runs a call of a `@Locked` method (see `runLocked`). */
+  run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): unknown {
+    return runLocked(this, this.options, metadata, self, args, original);
   }
 
   /**
