@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
@@ -12,6 +12,7 @@ import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import type { LockedMetadata } from './locked.decorator.js';
 import type { LockedRunner } from './locked.registry.js';
 import { runLocked, type LockTaker } from './locked.runner.js';
+import { redlockLogger } from './redlock.logger.js';
 import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 
@@ -32,7 +33,9 @@ const DEFAULT_WAIT = 5000;
 export class LockService implements LockedRunner, LockTaker {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
-  private readonly logger = new Logger('Redlock');
+  private readonly logger: ReturnType<typeof redlockLogger>;
+  /** Locks left to expire after a short `@Locked` run: lock id -> ms their keys stay. */
+  private readonly expiring = new Map<string, number>();
 
   /** Every lock event of this module's client, and `skipped` runs of `@Locked` methods. */
   readonly events$: Observable<RedlockEvent> = this.subject.asObservable();
@@ -44,6 +47,7 @@ export class LockService implements LockedRunner, LockTaker {
     readonly client: Redlock,
     @Inject(REDLOCK_MODULE_OPTIONS) private readonly options: RedlockModuleOptions,
   ) {
+    this.logger = redlockLogger(options);
     this.unsubscribe = client.subscribe((event) => this.subject.next(event));
   }
 
@@ -126,8 +130,16 @@ export class LockService implements LockedRunner, LockTaker {
   settle(lock: Lock, metadata: LockedMetadata): void {
     const atLeast = metadata.options.lockAtLeastFor;
     const remaining = atLeast === undefined ? 0 : atLeast - (Date.now() - lock.acquiredAt);
+    if (remaining >= 1) this.expiring.set(lock.id, Math.ceil(remaining));
     const done = remaining >= 1 ? lock.expireAfter(remaining) : lock.release();
-    done.catch((error: Error) => this.logger.warn(`Could not release ${metadata.method}'s lock: ${error.message}`));
+    done
+      .catch((error: Error) => this.logger?.warn(`Could not release ${metadata.method}'s lock: ${error.message}`))
+      .finally(() => this.expiring.delete(lock.id));
+  }
+
+  /** @internal For the log: how long the keys of a lock settled by `lockAtLeastFor` stay after its run, ms. */
+  leftToExpire(lockId: string): number | undefined {
+    return this.expiring.get(lockId);
   }
 
   /** @internal Called by the module after the client closed, so shutdown's `released` events are seen. */

@@ -1,12 +1,14 @@
 import { BadRequestException } from '@nestjs/common';
 import { from, isObservable, Observable, of } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
+import { QuorumUnreachableError } from '../core/errors/quorum-unreachable.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
 import { heldInScope, heldLocks, requestFor, withLock, type RequestScope } from './lock-context.js';
 import { afterPipes, resolveKey, type RouteArgs } from './lock-key.js';
 import { LockBusyException } from './lock-busy.exception.js';
+import { LockUnavailableException } from './lock-unavailable.exception.js';
 import type { LockedMetadata } from './locked.decorator.js';
 import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
 
@@ -53,7 +55,7 @@ export function runLocked(
       throw error;
     }
     if (heldInScope(resources, outer)) return call();
-    return lockedStream(taker, metadata, resources, busy, outer, call, (error) => httpError(request, busy, error));
+    return lockedStream(taker, metadata, resources, busy, outer, call, (error) => httpError(request, options, busy, error));
   }
   const resources = validateResources(resolveKey(metadata.key, { args }));
   if (heldInScope(resources, outer)) return call();
@@ -148,8 +150,11 @@ function lockedStream(
 }
 
 /** A controller's lock that could not be taken, as the HTTP answer (other transports get the error itself). */
-function httpError(request: RequestScope, busy: BusyOptions, error: unknown): unknown {
+function httpError(request: RequestScope, options: RedlockModuleOptions, busy: BusyOptions, error: unknown): unknown {
   if (request.type !== 'http') return error;
   if (error instanceof ResourceBusyError) return new LockBusyException(busy.status ?? 409, error);
+  if (error instanceof QuorumUnreachableError) {
+    return new LockUnavailableException(options.controllerUnavailable?.status ?? 503, error);
+  }
   return error;
 }
