@@ -61,6 +61,9 @@ async function start(options: Partial<RedlockModuleOptions>, appLogger: LoggerSe
   return app;
 }
 
+/** Resolves after the callbacks `setImmediate` already queued have run (they run in order). */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 beforeAll(async () => {
   fleet = await startFleet(3);
 });
@@ -107,6 +110,29 @@ describe('logging', () => {
     expect(line?.level).toBe('verbose');
     expect(line?.message).toMatch(/keys expire in (19\d\d|2000) ms \(lockAtLeastFor\)/);
     expect(line?.message).not.toMatch(/^Released/);
+  });
+
+  it('warns once after bootstrap when nothing handles SIGTERM, and not when enableShutdownHooks() follows creation', async () => {
+    const saved = process.listeners('SIGTERM');
+    process.removeAllListeners('SIGTERM');
+    try {
+      const off = recorder();
+      const app = await start({ logger: off.logger });
+      await app.init();
+      await nextTurn();
+      const warnings = off.lines.filter((l) => l.message.includes('enableShutdownHooks'));
+      expect(warnings.map((l) => l.level)).toEqual(['warn']);
+
+      const on = recorder();
+      const hooked = await start({ logger: on.logger });
+      await hooked.init(); // as NestFactory.createApplicationContext does, before the caller gets the app
+      hooked.enableShutdownHooks();
+      await nextTurn();
+      expect(on.lines.filter((l) => l.message.includes('enableShutdownHooks'))).toEqual([]);
+      await hooked.close(); // removes its listeners
+    } finally {
+      for (const listener of saved) process.on('SIGTERM', listener);
+    }
   });
 
   it('answers 503 with one concise warning per request when a majority of nodes is down, and no error dump', async () => {
