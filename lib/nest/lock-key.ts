@@ -50,30 +50,43 @@ export function checkKey(key: unknown): void {
     throw new InvalidArgumentError('@Locked key', 'a non-empty string, an array of them, or a function', key);
   }
   for (const template of list as string[]) {
-    if (/\{[^{}]+\}\{[^{}]+\}/.test(template)) {
+    if (separatorsOf(template).some((text) => text === '' || /^[\p{L}\p{N}_.%-]*%[\p{L}\p{N}_.%-]*$/u.test(text))) {
       throw new InvalidArgumentError(
         '@Locked key',
-        "a template whose placeholders are apart (such as '{a}:{b}'): the values of '{a}{b}' cannot be told apart",
+        "a template whose placeholders are apart, such as '{a}:{b}' ('{a}{b}' and '{a}%{b}' cannot be told apart)",
         template,
       );
     }
   }
 }
 
+/** The texts between two placeholders of a template. */
+function separatorsOf(template: string): string[] {
+  return template.split(PLACEHOLDER).filter((_, i, parts) => i % 2 === 0 && i > 0 && i < parts.length - 1);
+}
+
+/**
+ * The characters to encode in this template's values besides the usual ones:
+ * those of a separator made only of letters, digits, `-`, `_`, `.` (as in
+ * `'{a}-{b}'`). A separator with any other character needs nothing more: that
+ * character is always encoded in values, so it marks where a value ends.
+ */
+function alsoEncoded(template: string): ReadonlySet<string> {
+  const chars = new Set<string>();
+  for (const text of separatorsOf(template)) {
+    if ([...text].every((char) => KEPT.test(char))) for (const char of text) chars.add(char);
+  }
+  return chars;
+}
+
 /**
  * Fills a template's placeholders. Values are percent-encoded (UTF-8) except
  * letters, digits, `-`, `_` and `.`, so `order:42` and `user:3f2a-9c` keep
- * their keys; and every character of the text between two placeholders is
- * encoded in values too, so distinct values always give distinct keys
- * (`tenant:{a}:order:{b}` with `a`, `b:order:c` and with `a:order:b`, `c`).
+ * their keys, and distinct values give distinct keys (`tenant:{a}:order:{b}`
+ * with `a`, `b:order:c` and with `a:order:b`, `c`).
  */
 function fillTemplate(template: string, context: LockKeyContext): string {
-  const separators = new Set(
-    template
-      .split(PLACEHOLDER)
-      .filter((_, i, parts) => i % 2 === 0 && i > 0 && i < parts.length - 1)
-      .join(''),
-  );
+  const separators = alsoEncoded(template);
   return template.replace(PLACEHOLDER, (_, path: string) => {
     let value: unknown = context;
     for (const part of path.trim().split('.')) {
