@@ -11,7 +11,8 @@ import { redlockLogger } from './redlock.logger.js';
  * `NestFactory.createApplicationContext` bootstraps before the caller can call
  * `enableShutdownHooks()`. Any SIGTERM listener counts (the check cannot tell
  * Nest's from another), so it never warns wrongly about an app that handles the
- * signal itself; it cannot see hooks enabled later than that turn.
+ * signal itself; it cannot see hooks enabled later than that turn. Not run
+ * when `NODE_ENV` is `test`.
  */
 @Injectable()
 export class ShutdownHooksCheck implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -23,7 +24,8 @@ export class ShutdownHooksCheck implements OnApplicationBootstrap, OnApplication
   }
 
   onApplicationBootstrap(): void {
-    if (!this.logger) return;
+    // Test runners (jest sets NODE_ENV=test) create applications without hooks on purpose.
+    if (!this.logger || process.env.NODE_ENV === 'test') return;
     this.pending = setImmediate(() => {
       this.pending = undefined;
       if (process.listenerCount('SIGTERM') > 0) return;

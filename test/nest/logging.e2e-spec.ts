@@ -114,7 +114,9 @@ describe('logging', () => {
 
   it('warns once after bootstrap when nothing handles SIGTERM, and not when enableShutdownHooks() follows creation', async () => {
     const saved = process.listeners('SIGTERM');
+    const env = process.env.NODE_ENV;
     process.removeAllListeners('SIGTERM');
+    process.env.NODE_ENV = 'production'; // the check stays quiet under NODE_ENV=test, which jest sets
     try {
       const off = recorder();
       const app = await start({ logger: off.logger });
@@ -131,6 +133,7 @@ describe('logging', () => {
       expect(on.lines.filter((l) => l.message.includes('enableShutdownHooks'))).toEqual([]);
       await hooked.close(); // removes its listeners
     } finally {
+      process.env.NODE_ENV = env;
       for (const listener of saved) process.on('SIGTERM', listener);
     }
   });
