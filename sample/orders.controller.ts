@@ -36,7 +36,7 @@ export class OrdersController {
     if (order.status === 'paid') throw new ConflictException(`Order ${id} is already paid`);
 
     await sleep(300); // the payment provider
-    const lock = this.locks.current()!; // taken by the @Locked interceptor
+    const lock = this.locks.current()!; // taken by @Locked, on the id after pipes
     lock.signal.throwIfAborted(); // lost the lock meanwhile: do not write
 
     const paid: Order = {

@@ -8,5 +8,6 @@ export { LockedInterceptor } from './locked.interceptor.js';
 export type { LockKey, LockKeyContext } from './lock-key.js';
 export { ofLockEvent, type RedlockEvent, type RedlockEventOf, type LockSkippedEvent } from './lock-events.js';
 export { LockBusyException } from './lock-busy.exception.js';
+export { LockUnavailableException } from './lock-unavailable.exception.js';
 export { LockEventsLogger } from './lock-events.logger.js';
 export { RedlockTelemetry } from './redlock.telemetry.js';

@@ -1,11 +1,24 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Lock } from '../core/lock.js';
+import type { LockKeyContext } from './lock-key.js';
 
-/** The locks held by the current call chain, innermost last. */
+/**
+ * What the interceptor knows of a controller call and the method wrapper does
+ * not: the request (or message) the handler's key may read, and its kind.
+ */
+export interface RequestScope {
+  /** The `@Locked` metadata of the handler this request is for. */
+  readonly metadata: object;
+  /** `http`, `rpc`, `ws` (`ExecutionContext.getType()`). */
+  readonly type: string;
+  /** The request's parts, before pipes (`args` is filled by the wrapper, after pipes). */
+  readonly request: Omit<LockKeyContext, 'args'>;
+}
+
+/** The locks held by the current call chain, innermost last; and the request being handled, if any. */
 export interface LockScope {
   readonly locks: readonly Lock[];
-  /** The handler an interceptor already locked for; its method wrapper passes through once. */
-  intercepted?: Function;
+  readonly request?: RequestScope;
 }
 
 export const lockScope = new AsyncLocalStorage<LockScope>();
@@ -15,8 +28,8 @@ export const lockScope = new AsyncLocalStorage<LockScope>();
  * call), innermost first; when they are spread over several locks, the
  * innermost of those. `undefined` when some resource is not held here.
  */
-export function heldInScope(resources: readonly string[]): Lock | undefined {
-  const held = (lockScope.getStore()?.locks ?? []).filter((lock) => lock.isHeld);
+export function heldInScope(resources: readonly string[], locks = heldLocks()): Lock | undefined {
+  const held = locks.filter((lock) => lock.isHeld);
   const covering = held.findLast((lock) => resources.every((r) => lock.resources.includes(r)));
   if (covering) return covering;
   const owners = resources.map((r) => held.findLast((lock) => lock.resources.includes(r)));
@@ -24,7 +37,23 @@ export function heldInScope(resources: readonly string[]): Lock | undefined {
   return held.findLast((lock) => owners.includes(lock));
 }
 
-export function withLock<T>(lock: Lock, fn: () => T, intercepted?: Function): T {
-  const outer = lockScope.getStore()?.locks ?? [];
-  return lockScope.run({ locks: [...outer, lock], intercepted }, fn);
+/** The locks of the current call chain. */
+export function heldLocks(): readonly Lock[] {
+  return lockScope.getStore()?.locks ?? [];
+}
+
+/** Runs `fn` with `lock` added to the chain's locks (after `outer`, the chain's locks by default); the request is not passed on. */
+export function withLock<T>(lock: Lock, fn: () => T, outer = heldLocks()): T {
+  return lockScope.run({ locks: [...outer, lock] }, fn);
+}
+
+/** Runs `fn` (the rest of a controller call: pipes, then the handler) with the request in scope. */
+export function withRequest<T>(request: RequestScope, fn: () => T): T {
+  return lockScope.run({ locks: heldLocks(), request }, fn);
+}
+
+/** The request of the call being handled, when it is the request of the handler with this metadata. */
+export function requestFor(metadata: object): RequestScope | undefined {
+  const request = lockScope.getStore()?.request;
+  return request?.metadata === metadata ? request : undefined;
 }

@@ -1,24 +1,33 @@
-import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type LoggerService, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 import { formatResources } from '../core/errors/resource-busy.error.js';
 import type { RedlockEvent } from './lock-events.js';
 import { LockService } from './lock.service.js';
+import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
+import { redlockLogger } from './redlock.logger.js';
 
 /**
- * Logs lock events through Nest's `Logger` under the `Redlock` context: a lost
- * lock is an error, failed extensions and node trouble are warnings, busy and
- * skipped runs are debug, the rest verbose. Never a lock value or password:
- * events do not carry them.
+ * Logs lock events through the module's logger (Nest's `Logger` under the
+ * `Redlock` context unless the `logger` option says otherwise): a lost lock is
+ * an error, failed extensions and acquisitions and node trouble are warnings,
+ * busy and skipped runs are debug, acquired, extended and released locks are
+ * verbose. Never a lock value or password: events do not carry them.
  */
 @Injectable()
 export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
-  protected readonly logger = new Logger('Redlock');
+  protected readonly logger: LoggerService | undefined;
   private subscription: Subscription | undefined;
 
-  constructor(private readonly locks: LockService) {}
+  constructor(
+    private readonly locks: LockService,
+    @Inject(REDLOCK_MODULE_OPTIONS) options: RedlockModuleOptions,
+  ) {
+    this.logger = redlockLogger(options);
+  }
 
   onModuleInit(): void {
-    this.subscription = this.locks.events$.subscribe((event) => this.log(event));
+    if (this.logger) this.subscription = this.locks.events$.subscribe((event) => this.log(event));
   }
 
   onModuleDestroy(): void {
@@ -26,31 +35,39 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
   }
 
   protected log(event: RedlockEvent): void {
+    const logger = this.logger;
+    if (!logger) return;
     switch (event.type) {
       case 'lost':
-        return this.logger.error(`Lock ${event.lockId} on ${formatResources(event.resources)} lost (${event.reason})`);
+        return logger.error(`Lock ${event.lockId} on ${formatResources(event.resources)} lost (${event.reason})`);
       case 'extend-failed':
-        return this.logger.warn(
+        return logger.warn(
           `Extending lock ${event.lockId} on ${formatResources(event.resources)} failed (${event.code}); ${event.validity} ms left`,
         );
       case 'acquire-failed':
-        return this.logger.warn(`Acquiring ${formatResources(event.resources)} failed (${event.code}) after ${event.attempts} attempt(s)`);
+        return logger.warn(`Acquiring ${formatResources(event.resources)} failed (${event.code}) after ${event.attempts} attempt(s)`);
       case 'node-error':
-        return this.logger.warn(`Node ${event.node}: ${event.message}`);
+        return logger.warn(`Node ${event.node}: ${event.message}`);
       case 'node-restarted':
-        return this.logger.warn(`Node ${event.node} restarted: not counted for ${Math.round(event.excludedFor)} ms`);
+        return logger.warn(`Node ${event.node} restarted: not counted for ${Math.round(event.excludedFor)} ms`);
       case 'busy':
-        return this.logger.debug(`${formatResources(event.resources)} busy after ${event.attempts} attempt(s)`);
+        return logger.debug?.(`${formatResources(event.resources)} busy after ${event.attempts} attempt(s)`);
       case 'skipped':
-        return this.logger.debug(`Skipped ${event.method}: ${formatResources(event.resources)} busy`);
+        return logger.debug?.(`Skipped ${event.method}: ${formatResources(event.resources)} busy`);
       case 'acquired':
-        return this.logger.verbose(
+        return logger.verbose?.(
           `Acquired ${formatResources(event.resources)} as ${event.lockId} in ${event.elapsed.toFixed(1)} ms (token ${event.fencingToken ?? '-'})`,
         );
       case 'extended':
-        return this.logger.verbose(`Extended ${event.lockId} (#${event.extensions}), ${event.validity} ms valid`);
-      case 'released':
-        return this.logger.verbose(`Released ${event.lockId} after ${event.heldFor} ms`);
+        return logger.verbose?.(`Extended ${event.lockId} (#${event.extensions}), ${event.validity} ms valid`);
+      case 'released': {
+        const expiresIn = this.locks.leftToExpire(event.lockId);
+        return logger.verbose?.(
+          expiresIn === undefined
+            ? `Released ${event.lockId} after ${event.heldFor} ms`
+            : `Run of ${event.lockId} ended after ${event.heldFor} ms; its keys expire in ${expiresIn} ms (lockAtLeastFor)`,
+        );
+      }
     }
   }
 }

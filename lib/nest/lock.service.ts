@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
@@ -10,9 +10,10 @@ import type { ResourceInspection } from '../core/inspection.js';
 import { Redlock } from '../core/redlock.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
-import { resolveKey } from './lock-key.js';
 import type { LockedMetadata } from './locked.decorator.js';
 import type { LockedRunner } from './locked.registry.js';
+import { runLocked, type LockTaker } from './locked.runner.js';
+import { redlockLogger } from './redlock.logger.js';
 import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 
@@ -30,10 +31,12 @@ const DEFAULT_WAIT = 5000;
  * });
  */
 @Injectable()
-export class LockService implements LockedRunner {
-  private readonly logger = new Logger('Redlock');
+export class LockService implements LockedRunner, LockTaker {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
+  private readonly logger: ReturnType<typeof redlockLogger>;
+  /** Locks left to expire after a short `@Locked` run: lock id -> ms their keys stay. */
+  private readonly expiring = new Map<string, number>();
 
   /** Every lock event of this module's client, and `skipped` runs of `@Locked` methods. */
   readonly events$: Observable<RedlockEvent> = this.subject.asObservable();
@@ -49,6 +52,7 @@ export class LockService implements LockedRunner {
     @Inject(REDLOCK_MODULE_OPTIONS) options: RedlockModuleOptions,
   ) {
     this.#options = options;
+    this.logger = redlockLogger(options);
     this.unsubscribe = client.subscribe((event) => this.subject.next(event));
   }
 
@@ -100,28 +104,9 @@ export class LockService implements LockedRunner {
     return lockScope.getStore()?.locks.at(-1);
   }
 
-  /** @internal Runs a `@Locked` provider, cron or interval method. */
-  run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): Promise<unknown> {
-    return this.runLocked(metadata, resolveKey(metadata.key, { args }), this.#options.methodBusy, () =>
-      original.apply(self, args),
-    );
-  }
-
-  private async runLocked(
-    metadata: LockedMetadata,
-    resources: readonly string[],
-    busyDefault: BusyOptions | undefined,
-    call: () => unknown,
-  ): Promise<unknown> {
-    const names = validateResources(resources);
-    if (heldInScope(names)) return call();
-    const lock = await this.take(names, metadata, { mode: 'skip', ...busyDefault, ...metadata.options.busy });
-    if (!lock) return undefined;
-    try {
-      return await withLock(lock, call);
-    } finally {
-      this.settle(lock, metadata);
-    }
+  /** @internal Runs a call of a `@Locked` method (see `runLocked`). */
+  run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): unknown {
+    return runLocked(this, this.#options, metadata, self, args, original);
   }
 
   /**
@@ -155,8 +140,16 @@ export class LockService implements LockedRunner {
   settle(lock: Lock, metadata: LockedMetadata): void {
     const atLeast = metadata.options.lockAtLeastFor;
     const remaining = atLeast === undefined ? 0 : atLeast - (Date.now() - lock.acquiredAt);
+    if (remaining >= 1) this.expiring.set(lock.id, Math.ceil(remaining));
     const done = remaining >= 1 ? lock.expireAfter(remaining) : lock.release();
-    done.catch((error: Error) => this.logger.warn(`Could not release ${metadata.method}'s lock: ${error.message}`));
+    done
+      .catch((error: Error) => this.logger?.warn(`Could not release ${metadata.method}'s lock: ${error.message}`))
+      .finally(() => this.expiring.delete(lock.id));
+  }
+
+  /** @internal For the log: how long the keys of a lock settled by `lockAtLeastFor` stay after its run, ms. */
+  leftToExpire(lockId: string): number | undefined {
+    return this.expiring.get(lockId);
   }
 
   /** @internal Called by the module after the client closed, so shutdown's `released` events are seen. */

@@ -1,5 +1,5 @@
 import { checkTtl } from '../core/options.js';
-import { lockScope } from './lock-context.js';
+import { isObservable, type Observable } from 'rxjs';
 import { checkKey, type LockKey } from './lock-key.js';
 import type { BusyOptions } from './redlock-module-options.interface.js';
 import { LOCKED_METADATA } from './redlock.constants.js';
@@ -16,6 +16,22 @@ export interface LockedOptions {
   readonly lockAtLeastFor?: number;
 }
 
+/**
+ * The methods `@Locked` applies to. Taking a lock waits for the nodes, so a
+ * locked method cannot return its value synchronously: it returns a Promise, an
+ * Observable (locked per subscription), or nothing (`void`: the body then runs
+ * once the lock is taken, after the call returned). A method declared to return
+ * a plain value does not compile under `@Locked`: declare it `async`.
+ */
+export type LockableMethod = (...args: any[]) => PromiseLike<unknown> | Observable<unknown> | void;
+
+/** `@Locked(...)`: a method decorator for {@link LockableMethod}s. */
+export type LockedDecorator = <M extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+
 /** What `@Locked` records on the method. */
 export interface LockedMetadata {
   readonly key: LockKey;
@@ -23,6 +39,10 @@ export interface LockedMetadata {
   readonly options: LockedOptions;
   /** `ClassName.methodName`, for events and errors. */
   readonly method: string;
+  /** The method's name on its class, where Nest records its parameter decorators. */
+  readonly propertyKey: string | symbol;
+  /** Declared to return an Observable (`design:returntype`): locked per subscription. */
+  readonly returnsObservable: boolean;
 }
 
 /**
@@ -45,25 +65,23 @@ export function Locked<TArgs extends unknown[] = any[]>(
   key: LockKey<TArgs>,
   ttl?: number,
   options: LockedOptions = {},
-): MethodDecorator {
+): LockedDecorator {
   checkKey(key);
   if (ttl !== undefined) checkTtl(ttl, '@Locked ttl');
   if (options.lockAtLeastFor !== undefined) checkTtl(options.lockAtLeastFor, '@Locked lockAtLeastFor');
-  return (target, propertyKey, descriptor: PropertyDescriptor) => {
-    const original = descriptor.value as (...args: unknown[]) => unknown;
+  return (target, propertyKey, descriptor) => {
+    const original = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
     if (typeof original !== 'function') throw new TypeError('@Locked applies to methods only');
     const metadata: LockedMetadata = {
       key: key as LockKey,
       ttl,
       options,
       method: `${(target as object).constructor.name}.${String(propertyKey)}`,
+      propertyKey,
+      returnsObservable: declaresObservable(Reflect.getMetadata('design:returntype', target, propertyKey)),
     };
+    // Every call, from a router, a scheduler or your code, takes this one road.
     const locked = function (this: object, ...args: unknown[]): unknown {
-      const scope = lockScope.getStore();
-      if (scope?.intercepted === locked) {
-        scope.intercepted = undefined; // the interceptor holds the lock for this call
-        return original.apply(this, args);
-      }
       return runnerOf(this, metadata).run(metadata, this, args, original);
     };
     // Metadata set by decorators applied before this one (@Cron below @Locked)
@@ -73,6 +91,11 @@ export function Locked<TArgs extends unknown[] = any[]>(
     }
     Object.defineProperty(locked, 'name', { value: original.name });
     Reflect.defineMetadata(LOCKED_METADATA, metadata, locked);
-    descriptor.value = locked;
+    descriptor.value = locked as unknown as typeof descriptor.value;
   };
+}
+
+/** Whether a `design:returntype` is rxjs's `Observable` (any copy of rxjs) or a subclass of it. */
+function declaresObservable(type: unknown): boolean {
+  return typeof type === 'function' && isObservable((type as { prototype?: unknown }).prototype);
 }

@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import type { RedlockOptions } from '../core/options.js';
 
 /** What a locked method does when its resource is held by someone else. */
@@ -20,4 +21,17 @@ export interface RedlockModuleOptions extends RedlockOptions {
   readonly controllerBusy?: BusyOptions;
   /** Busy behaviour of `@Locked` on cron, interval, timeout and provider methods. Default `{ mode: 'skip' }`. */
   readonly methodBusy?: BusyOptions;
+  /**
+   * HTTP status answered by a `@Locked` HTTP handler whose lock could not be
+   * taken because too few nodes answered (`QuorumUnreachableError`). Default
+   * `{ status: 503 }`.
+   */
+  readonly controllerUnavailable?: { readonly status?: number };
+  /**
+   * Where lock events and release failures are logged: Nest's `Logger` with the
+   * `Redlock` context by default; your own `LoggerService` (messages are passed
+   * without a context); `false` for none. Routine events (acquired, extended,
+   * released) are `verbose`.
+   */
+  readonly logger?: LoggerService | false;
 }

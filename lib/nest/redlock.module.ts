@@ -6,6 +6,7 @@ import { LockEventsLogger } from './lock-events.logger.js';
 import { LockedExplorer } from './locked.explorer.js';
 import { RedlockTelemetry } from './redlock.telemetry.js';
 import { LockedInterceptor } from './locked.interceptor.js';
+import { ShutdownHooksCheck } from './shutdown-hooks.check.js';
 import { validateModuleOptions } from './redlock-module-options.validate.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_CLIENT } from './redlock.constants.js';
@@ -32,6 +33,7 @@ import { ConfigurableModuleClass, REDLOCK_MODULE_OPTIONS } from './redlock.modul
     LockedExplorer,
     LockEventsLogger,
     RedlockTelemetry,
+    ShutdownHooksCheck,
     { provide: APP_INTERCEPTOR, useClass: LockedInterceptor },
   ],
   exports: [Redlock, REDLOCK_CLIENT, LockService],

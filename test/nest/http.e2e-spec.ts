@@ -33,7 +33,7 @@ class CounterController {
 
   @Post('by-body')
   @Locked('sku:{body.sku}', 2000)
-  byBody() {
+  async byBody() {
     return { ok: true };
   }
 

@@ -4,13 +4,13 @@ import { Controller, Get, Injectable, type INestApplication, type CallHandler, t
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { Observable, Subject, filter, firstValueFrom, map, timer } from 'rxjs';
+import { AsyncResource } from 'node:async_hooks';
+import { Observable, Subject, defer, filter, firstValueFrom, isObservable, map, timer } from 'rxjs';
 import {
   LOCKED_METADATA,
   LockService,
   Locked,
   LockedInterceptor,
-  REDLOCK_MODULE_OPTIONS,
   ResourceBusyError,
   RedlockModule,
   type Lock,
@@ -54,6 +54,18 @@ class Jobs {
     return 'done';
   }
 
+  readonly feedSource = new Subject<number>();
+
+  @Locked('feed', 2000)
+  feed(): Observable<number> {
+    return this.feedSource.asObservable();
+  }
+
+  @Locked('undeclared-feed', 2000)
+  undeclared() {
+    return new Subject<number>().asObservable() as unknown as Promise<number>;
+  }
+
   @Locked('fragile', 2000)
   async fragile(pause: () => Promise<void>, fail: boolean): Promise<string> {
     await pause();
@@ -66,13 +78,13 @@ class Jobs {
 class OptionsController {
   @Get('locked-423')
   @Locked('c423', 2000, { busy: { status: 423 } })
-  locked() {
+  async locked() {
     return { ok: true };
   }
 
   @Get('wait')
   @Locked('cwait', 2000, { busy: { mode: 'wait', wait: 3000 } })
-  waited() {
+  async waited() {
     return { ok: true };
   }
 
@@ -80,6 +92,11 @@ class OptionsController {
   @Locked('stream', 2000)
   stream(): Observable<{ n: number }> {
     return timer(300).pipe(map(() => ({ n: 1 })));
+  }
+
+  @Locked('stream', 2000)
+  endless(): Observable<number> {
+    return new Subject<number>().asObservable();
   }
 }
 
@@ -212,8 +229,10 @@ describe('Observable handlers', () => {
   });
 
   it('release the lock when the subscriber unsubscribes', async () => {
-    const interceptor = new LockedInterceptor(locks, app.get(REDLOCK_MODULE_OPTIONS));
-    const handler = OptionsController.prototype.stream;
+    // An RPC call as Nest makes it: the interceptor, then the handler bound to the interceptor's async context.
+    const interceptor = new LockedInterceptor();
+    const controller = app.get(OptionsController);
+    const handler = OptionsController.prototype.endless;
     expect(Reflect.getMetadata(LOCKED_METADATA, handler)).toBeDefined();
     const context = {
       getHandler: () => handler,
@@ -221,8 +240,12 @@ describe('Observable handlers', () => {
       getType: () => 'rpc',
       switchToRpc: () => ({ getData: () => ({}) }),
     } as unknown as ExecutionContext;
-    const source = new Subject<number>();
-    const next: CallHandler = { handle: () => source.asObservable() };
+    const next: CallHandler = {
+      handle: () => {
+        const scope = new AsyncResource('handler');
+        return defer(() => scope.runInAsyncScope(() => controller.endless()));
+      },
+    };
     const acquired = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'stream')));
     const subscription = interceptor.intercept(context, next).subscribe();
     await acquired;
@@ -235,3 +258,35 @@ describe('Observable handlers', () => {
     }, 'the release after unsubscribe');
   });
 });
+
+describe('Observable provider methods', () => {
+  it('return an Observable that holds the lock from subscription until the stream completes', async () => {
+    const feed = jobs.feed();
+    expect(isObservable(feed)).toBe(true);
+    const free = await locks.tryAcquire('feed', 1000); // nothing is taken before a subscription
+    expect(free).not.toBeNull();
+    await free!.release();
+    const acquired = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'feed')));
+    const values: number[] = [];
+    const done = new Promise<void>((resolve) => feed.subscribe({ next: (v) => values.push(v), complete: resolve }));
+    await acquired;
+    expect(await locks.tryAcquire('feed', 1000)).toBeNull();
+    jobs.feedSource.next(1);
+    expect(await locks.tryAcquire('feed', 1000)).toBeNull();
+    const released = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'released' && e.resources[0] === 'feed')));
+    jobs.feedSource.complete();
+    await done;
+    await released;
+    expect(values).toEqual([1]);
+    const after = await locks.tryAcquire('feed', 1000);
+    expect(after).not.toBeNull();
+    await after!.release();
+  });
+
+  it('that are not declared to return one are refused with a TypeError, and their lock is released', async () => {
+    const released = firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'released' && e.resources[0] === 'undeclared-feed')));
+    await expect(jobs.undeclared()).rejects.toThrow('declare its return type');
+    await released;
+  });
+});
+
