@@ -7,7 +7,7 @@ export type { LostStream, LostObserver } from './lost-stream.js';
 export type { NodeSpec, RedisClient } from './node.js';
 export type { RedlockOptions, AcquireOptions, RetryOptions, AutoExtendOptions } from './options.js';
 export { MAX_TTL } from './options.js';
-export { MAX_RESOURCE_LENGTH } from './keys.js';
+export { MAX_RESOURCE_LENGTH, MAX_RESOURCES } from './keys.js';
 export type { FencedStore } from './fencing/fenced-store.js';
 export { MemoryFencedStore } from './fencing/memory-fenced-store.js';
 export { RedisFencedStore } from './fencing/redis-fenced-store.js';

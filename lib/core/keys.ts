@@ -5,6 +5,13 @@ import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 export const MAX_RESOURCE_LENGTH = 1024;
 
 /**
+ * Most resources in one lock. Each is several keys of one script call per node:
+ * far more would exceed what a node takes in one command (and Lua's stack for
+ * the script's arguments), and fail on every node at once.
+ */
+export const MAX_RESOURCES = 1000;
+
+/**
  * Checks a resource argument (one name or a list) and returns the names as a
  * frozen array. Names are binary-safe (newlines and braces are fine); they must
  * be non-empty strings, unique, and at most {@link MAX_RESOURCE_LENGTH} long.
@@ -14,8 +21,8 @@ export function validateResources(resources: unknown): readonly string[] {
   if (!Array.isArray(list)) {
     throw new InvalidArgumentError('resources', 'a non-empty string or a non-empty array of strings', resources);
   }
-  if (list.length === 0) {
-    throw new InvalidArgumentError('resources', 'a non-empty array of strings', list);
+  if (list.length === 0 || list.length > MAX_RESOURCES) {
+    throw new InvalidArgumentError('resources', `a non-empty array of at most ${MAX_RESOURCES} strings`, list);
   }
   const seen = new Set<string>();
   list.forEach((resource: unknown, i) => {

@@ -62,6 +62,7 @@ export class Lock {
   private ttlMs: number;
   private expiry: number;
   private state: 'held' | 'released' | 'lost' = 'held';
+  private lostReason: LostReason | undefined;
   private controller: AbortController | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private extendTimer: NodeJS.Timeout | undefined;
@@ -94,7 +95,7 @@ export class Lock {
 
   /** Milliseconds for which mutual exclusion still holds (0 once expired, released or lost). */
   get validity(): number {
-    if (this.state !== 'held') return 0;
+    if (!this.checkExpiry()) return 0;
     return Math.max(0, Math.floor(this.expiry - performance.now()));
   }
 
@@ -103,12 +104,35 @@ export class Lock {
     return Date.now() + this.validity;
   }
 
+  /**
+   * Whether mutual exclusion still holds, read from the clock now: after a
+   * pause of the process (GC, SIGSTOP) longer than the validity this is false
+   * at once, before any timer had a chance to run, and the lock is then
+   * declared lost (its `signal` aborts).
+   */
   get isHeld(): boolean {
-    return this.state === 'held' && this.expiry > performance.now();
+    return this.checkExpiry();
   }
 
   get isLost(): boolean {
+    this.checkExpiry();
     return this.state === 'lost';
+  }
+
+  /**
+   * Throws `LockLostError` unless the lock is held right now (see `isHeld`).
+   * Call it just before a side effect. It narrows the window, it cannot close
+   * it: the process may pause right after it returns, so only a store that
+   * checks `fencingToken` protects the resource.
+   */
+  assertHeld(): void {
+    if (this.checkExpiry()) return;
+    throw new LockLostError(this.resources, this.state === 'released' ? 'released' : this.lostReason ?? 'expired');
+  }
+
+  /** @internal Past its validity while still marked held (no side effect: the client's sweep reads it). */
+  get overdue(): boolean {
+    return this.state === 'held' && this.expiry <= performance.now();
   }
 
   /** @internal Extended automatically, so kept by running work (close() waits for it). */
@@ -127,9 +151,10 @@ export class Lock {
    * `LockLostError`. A release does not fire it.
    */
   get signal(): AbortSignal {
+    this.checkExpiry();
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.state === 'lost') this.controller.abort(new LockLostError(this.resources, 'expired'));
+      if (this.state === 'lost') this.controller.abort(new LockLostError(this.resources, this.lostReason ?? 'expired'));
       else this.armExpiry();
     }
     return this.controller.signal;
@@ -197,6 +222,7 @@ export class Lock {
   markLost(reason: LostReason): boolean {
     if (this.state !== 'held') return false;
     this.state = 'lost';
+    this.lostReason = reason;
     this.stopTimers();
     this.controller?.abort(new LockLostError(this.resources, reason));
     return true;
@@ -249,6 +275,19 @@ export class Lock {
       Math.min(MAX_DELAY, Math.max(0, this.expiry - performance.now())),
     );
     this.expiryTimer.unref();
+  }
+
+  /**
+   * True while held. A held lock found past its validity is declared lost here
+   * and now (its owner emits `lost`, its signal aborts), not only when its
+   * expiry timer gets to run: after a long pause, code that reads the lock
+   * runs before that timer.
+   */
+  private checkExpiry(): boolean {
+    if (this.state !== 'held') return false;
+    if (this.expiry > performance.now()) return true;
+    this.#owner.lost(this, 'expired');
+    return false;
   }
 
   private stopTimers(): void {

@@ -28,7 +28,7 @@ const OWNED_DEFAULTS: RedisOptions = {
   ...({ disconnectTimeout: 100 } as RedisOptions),
 };
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
 
 /**
  * What kind of client a node was given, told by shape rather than by class: an
@@ -220,10 +220,20 @@ export class LockNode {
     };
     const corks = this.pending.size > 0;
     this.pending.set(settle, performance.now());
+    // A write that throws (an argument the client cannot encode, a command too
+    // large) fails this command only: its pending entry must not outlive it, or
+    // the node would count as hung from then on.
+    const write = (cork: boolean) => {
+      try {
+        this.write(command, keys, args, settle, cork);
+      } catch (error) {
+        settle(error instanceof Error ? error : new Error(String(error)));
+      }
+    };
     if (this.firstReady && this.client.status !== 'ready') {
-      this.firstReady.then(() => this.write(command, keys, args, settle, false), settle);
+      this.firstReady.then(() => write(false), settle);
     } else {
-      this.write(command, keys, args, settle, corks);
+      write(corks);
     }
   }
 
@@ -290,7 +300,27 @@ function identityOf(client: RedisClient, kind: ClientKind): string {
   return `${where}/${db ?? 0}`;
 }
 
-function hostOf(host: string | undefined): string {
+/**
+ * One spelling per host, so that two names of one server are seen as one node:
+ * case and a trailing dot dropped, IPv4 shorthand (`127.1`) and IPv4-mapped
+ * IPv6 (`::ffff:127.0.0.1`) written out, and every loopback name and address
+ * (`localhost`, 127.0.0.0/8, `::1`) taken as `127.0.0.1`: a server listening on
+ * all interfaces answers on each of them.
+ */
+export function hostOf(host: string | undefined): string {
   if (!host) return '127.0.0.1';
-  return LOOPBACK.has(host) ? '127.0.0.1' : host.toLowerCase();
+  let name = host.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
+  try {
+    // The URL parser writes IPv4 shorthand and IPv6 out in one canonical form.
+    name = new URL(`http://${name.includes(':') ? `[${name}]` : name}`).hostname.replace(/^\[(.*)\]$/, '$1');
+  } catch {
+    return name;
+  }
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(name);
+  if (mapped) {
+    const [hi, lo] = [parseInt(mapped[1]!, 16), parseInt(mapped[2]!, 16)];
+    name = `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  if (LOOPBACK.has(name) || /^127\.\d+\.\d+\.\d+$/.test(name)) return '127.0.0.1';
+  return name;
 }

@@ -236,6 +236,10 @@ export class Redlock implements LockOwner {
   private async acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
     const names = validateResources(resources);
     const lockTtl = checkTtl(ttl ?? this.options.ttl);
+    // Below this the drift allowance alone leaves no validity: no attempt could succeed.
+    if (validityOf(lockTtl, 0, this.options.driftFactor) < 1) {
+      throw new InvalidArgumentError('ttl', `more than ${lockTtl - validityOf(lockTtl, 0, this.options.driftFactor)} ms (the drift allowance)`, lockTtl);
+    }
     const retry = resolveRetry(options, this.options);
     const nodeTimeout = this.nodeTimeoutFor(lockTtl, options.nodeTimeout);
     const { signal } = options;
@@ -617,7 +621,7 @@ export class Redlock implements LockOwner {
    */
   private async drain(until: number): Promise<void> {
     for (;;) {
-      for (const lock of this.held) if (!lock.isHeld) this.forget(lock);
+      for (const lock of this.held) if (lock.overdue) this.forget(lock);
       const now = performance.now();
       const running = [...this.held].filter((lock) => lock.autoExtends);
       if (running.length === 0 || now >= until) return;
@@ -639,7 +643,7 @@ export class Redlock implements LockOwner {
    * proportional to the locks actually held, at a constant cost per acquire.
    */
   private sweep(): void {
-    for (const lock of this.held) if (!lock.isHeld) this.forget(lock);
+    for (const lock of this.held) if (lock.overdue) this.forget(lock);
     this.sweepAt = Math.max(SWEEP_MIN, 2 * this.held.size);
   }
 
@@ -780,7 +784,16 @@ function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       if (spec === null || (typeof spec !== 'string' && typeof spec !== 'object')) {
         throw new InvalidArgumentError(`nodes[${i}]`, 'an ioredis client, a URL or an options object', spec);
       }
-      const node = LockNode.from(spec);
+      // An unset environment variable split on commas gives '': it must not become localhost:6379.
+      if (typeof spec === 'string' && !NODE_URL.test(spec)) {
+        throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", withoutCredentials(spec));
+      }
+      let node: LockNode;
+      try {
+        node = LockNode.from(spec);
+      } catch (error) {
+        throw new InvalidArgumentError(`nodes[${i}]`, `a node ioredis accepts (${error instanceof Error ? error.message : String(error)})`, typeof spec === 'string' ? withoutCredentials(spec) : spec);
+      }
       nodes.push(node);
       const first = seen.get(node.identity);
       if (first !== undefined) {
@@ -797,6 +810,14 @@ function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
     throw error;
   }
   return nodes;
+}
+
+/** What a node given as a string must look like. */
+const NODE_URL = /^(rediss?:\/\/[^\s]+|\/[^\s]*)$/i;
+
+/** A node URL as an error may show it: any user and password replaced. */
+function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1***@');
 }
 
 function count(reports: readonly NodeReport[], outcome: NodeReport['outcome']): number {

@@ -180,7 +180,9 @@ describe('timers and bookkeeping (issues 18.10, 18.11)', () => {
     const events: LockEvent[] = [];
     const redlock = client({ onEvent: (e) => events.push(e) });
     const expired = await Promise.all(Array.from({ length: 100 }, (_, i) => redlock.acquire(`short:${i}`, 20)));
-    await until(() => expired.every((l) => !l.isHeld), 'the locks expired');
+    // Their keys expired on the nodes (reading the locks themselves would declare them lost).
+    await until(async () => (await raw[0]!.keys('redlock:lock:short:*')).length === 0, 'the keys expired');
+    expect(expired.length).toBe(100);
     // New locks sweep the expired ones out: the client keeps a bounded number, not every lock ever taken.
     const live: Lock[] = [];
     for (let i = 0; i < 30; i++) live.push(await redlock.acquire(`live:${i}`, 10_000));
@@ -189,6 +191,7 @@ describe('timers and bookkeeping (issues 18.10, 18.11)', () => {
     await redlock.close();
     // Only the live locks are dropped (marked lost, then deleted): nothing is sent for the expired ones.
     const dropped = events.filter((e) => e.type === 'lost').map((e) => (e as { lockId: string }).lockId);
+    expect(events.filter((e) => e.type === 'lost').every((e) => (e as { reason: string }).reason === 'shutdown')).toBe(true);
     expect(dropped.sort()).toEqual(live.map((l) => l.id).sort());
   });
 });
@@ -207,5 +210,54 @@ describe('typed errors at the boundary (issue 18.13)', () => {
     const store = new MemoryFencedStore();
     await expect(store.set('k', 'v', undefined as never)).rejects.toBeInstanceOf(InvalidArgumentError);
     await expect(store.set('k', 'v', Number.NaN)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+});
+
+describe('a paused holder (issue 18.15)', () => {
+  it('sees its lock lost the moment it looks after a pause longer than the validity', async () => {
+    const redlock = client();
+    const lock = await redlock.acquire('paused', 100);
+    void lock.signal; // armed, as a holder that passes it on does
+    // The process stalls (GC, SIGSTOP) past the ttl: no timer runs meanwhile.
+    const until = performance.now() + 150;
+    while (performance.now() < until);
+    // The first thing the holder does after the pause: look at its lock.
+    expect(lock.signal.aborted).toBe(true);
+    expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: 'LOCK_LOST', reason: 'expired' }));
+  });
+});
+
+describe('node failures and odd replies (issues 18.7, 18.13)', () => {
+  it('a write that throws fails that command only: the node is not left counted as hung', async () => {
+    const own = fleet.urls.map((url) => new Redis(url));
+    const redlock = client({ nodes: own, retryCount: 0 });
+    await redlock.acquire('warm', 5000).then((l) => l.release());
+    const evalsha = own[0]!.evalsha.bind(own[0]!);
+    own[0]!.evalsha = (() => {
+      throw new Error('cannot encode');
+    }) as never;
+    const lock = await redlock.acquire('one-throws', 5000); // 2 of 3 still make a quorum
+    await lock.release();
+    own[0]!.evalsha = evalsha;
+    expect((await redlock.ping()).map((n) => n.status)).toEqual(['up', 'up', 'up']);
+    await Promise.all([fleet.pause(1), fleet.pause(2)]);
+    await expect(redlock.acquire('needs-0', 5000)).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+    expect((await redlock.ping(100))[0]!.status).toBe('up'); // node 0 counts: nothing of the throw is left
+    await redlock.close();
+    own.forEach((c) => c.disconnect());
+  });
+
+  it('words error replies (out of memory) as errors, not as nodes that did not answer in time', async () => {
+    await Promise.all(raw.map((r) => r.config('SET', 'maxmemory', '1')));
+    try {
+      const redlock = client({ retryCount: 0 });
+      const error = (await redlock.acquire('oom', 5000).catch((e: unknown) => e)) as Error;
+      expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      expect(error.message).not.toMatch(/did not answer in time/);
+      expect(error.message).toMatch(/errors/);
+      expect(error.message).toMatch(/OOM/);
+    } finally {
+      await Promise.all(raw.map((r) => r.config('SET', 'maxmemory', '0')));
+    }
   });
 });

@@ -32,6 +32,26 @@ describe('node list', () => {
     expectInvalid(() => new Redlock({ nodes: ['redis://localhost:7001', 'redis://127.0.0.1:7001/0'] }), 'nodes[1]');
     expectInvalid(() => new Redlock({ nodes: [{ port: 7001 }, 'redis://127.0.0.1:7001'] }), 'nodes[1]');
   });
+  it.each(['LOCALHOST', 'localhost.', '127.1', '127.0.0.2', '[::ffff:127.0.0.1]', '[::1]'])(
+    'takes %s for the same server as 127.0.0.1 (issue 18.12)',
+    (host) => expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001', `redis://${host}:7001`] }), 'nodes[1]'),
+  );
+  it.each([
+    ['an empty string (an unset variable split on commas)', ''],
+    ['a host without a scheme', 'localhost:6379'],
+    ['a URL of another scheme, password hidden', 'http://user:s3cret@127.0.0.1:7001'],
+  ])('rejects %s as nodes[0], naming the option (issue 18.21)', (_label, url) => {
+    const error = (() => {
+      try {
+        new Redlock({ nodes: [url] });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as InvalidArgumentError).argument).toBe('nodes[0]');
+    expect(String((error as Error).message)).not.toContain('s3cret');
+  });
   it('accepts the same server with different dbs', async () => {
     const ok = new Redlock({ nodes: ['redis://127.0.0.1:7001/1', 'redis://127.0.0.1:7001/2'] });
     expect(ok.quorum).toBe(2);
@@ -93,6 +113,8 @@ describe('acquire arguments', () => {
     [1.5, 'ttl'],
     [MAX_TTL + 1, 'ttl'],
     [Number.NaN, 'ttl'],
+    [1, 'ttl'], // no validity is left after the drift allowance (issue 18.13)
+    [2, 'ttl'],
   ])('rejects ttl %p', (ttl, argument) => expectRejectsInvalid(redlock.acquire('r', ttl), argument));
 
   it.each([
@@ -103,6 +125,7 @@ describe('acquire arguments', () => {
     [['a', 7], 'resources[1]'],
     [null, 'resources'],
     ['x'.repeat(1025), 'resource'],
+    [Array.from({ length: 300_000 }, (_, i) => `r${i}`), 'resources'], // issue 18.7
   ])('rejects resources %#', (resources, argument) => expectRejectsInvalid(redlock.acquire(resources as never, 1000), argument));
 
   it('rejects bad retry settings per call', async () => {

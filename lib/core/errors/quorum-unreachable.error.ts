@@ -16,9 +16,18 @@ export class QuorumUnreachableError extends LockError {
     readonly attempts: readonly AttemptReport[],
     readonly quorum: number,
   ) {
-    super(
-      `Could not ${operation} ${formatResources(resources)}: a quorum of ${quorum} node(s) ` +
-        `did not answer in time (${summarize(attempts.at(-1))})`,
-    );
+    super(`Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${summarize(attempts.at(-1))})`);
   }
+}
+
+/**
+ * Words the failure by what the nodes did: refused connections and error
+ * replies (out of memory, no permission) are not "no answer in time".
+ */
+function failureOf(attempt: AttemptReport | undefined, quorum: number): string {
+  const outcomes = new Set(attempt?.nodes.map((node) => node.outcome));
+  const errors = outcomes.has('error');
+  const late = outcomes.has('timeout') || outcomes.has('pending');
+  const what = errors && !late ? 'failed with errors or could not be reached' : errors ? 'failed or did not answer in time' : 'did not answer in time';
+  return `too many nodes ${what} for a quorum of ${quorum}`;
 }
