@@ -32,6 +32,7 @@ import { broadcast, type RoundResult, type Verdict } from './round.js';
 import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, SET_NX } from './scripts.js';
 import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
+import { judgeAttempt } from './judgement.js';
 import { WakeNotifier } from './wake-notifier.js';
 import { queuePosition } from './queue-position.js';
 
@@ -44,6 +45,10 @@ const CLOSE_TIMEOUT = 500;
  * accepts TCP but never answers must not hold the first acquire up.
  */
 const CONNECT_WAIT = 2000;
+
+/** Retries of a split vote past the caller's own, and their jitter, ms (see `judgeAttempt`). */
+const SPLIT_RETRIES = 5;
+const SPLIT_JITTER = 50;
 
 /** Below this many held locks, expired ones are not swept (see `Redlock.sweep`). */
 const SWEEP_MIN = 64;
@@ -97,8 +102,8 @@ export class Redlock implements LockOwner {
   private readonly releasable = new WeakMap<Lock, { keys: LockKeys; sentTo: readonly boolean[]; queuedAs: string }>();
   /** Acquires under way, which close() lets finish (they undo and reject). */
   private readonly inFlight = new Set<Promise<unknown>>();
-  /** Fires on close(): waits under way stop at once. */
-  private readonly closing = new AbortController();
+  /** Stops every wait under way, at close() (one entry per waiting acquire). */
+  private readonly waits = new Set<() => void>();
   private closed: Promise<void> | undefined;
   /** Called when the last held lock leaves `held` (close() waits for it). */
   private emptied: (() => void) | undefined;
@@ -293,6 +298,7 @@ export class Redlock implements LockOwner {
       throw error;
     };
 
+    let splitRetries = 0;
     for (let attempt = 1; ; attempt++) {
       if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
@@ -380,19 +386,15 @@ export class Redlock implements LockOwner {
       attempts.push({ attempt, elapsed, nodes: reports });
       if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
-      // Held elsewhere when the nodes that answered could have made a quorum but
-      // some refused for a holder; unreachable when too few answered at all.
-      const busy = count(reports, 'busy');
-      const answered = busy + count(reports, 'ok') + count(reports, 'excluded');
-      const heldElsewhere = busy > 0 && answered >= this.quorum;
-      // Nodes that refused the connection will refuse the retry too: fail now.
-      // Timeouts and a too-slow round or write-back may pass: retried like a busy resource.
-      const retryable = heldElsewhere || phaseOne || count(reports, 'timeout') > 0;
-      const error = heldElsewhere
-        ? new ResourceBusyError(names, attempts)
-        : new QuorumUnreachableError('acquire', names, attempts, this.quorum);
-      if (!retryable || attempt > retry.retryCount) fail(error);
-      const delay = retryDelayOf(retry.retryDelay, retry.retryJitter);
+      const judged = judgeAttempt(reports, this.quorum, phaseOne);
+      const error =
+        judged.kind === 'busy'
+          ? new ResourceBusyError(names, attempts, judged.split)
+          : new QuorumUnreachableError('acquire', names, attempts, this.quorum);
+      // Past its own retries, a split vote still gets a few brief jittered ones.
+      const extra = attempt > retry.retryCount;
+      if (!judged.retryable || (extra && !(judged.split && splitRetries++ < SPLIT_RETRIES))) fail(error);
+      const delay = extra ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retry.retryDelay, retry.retryJitter);
       if (performance.now() + delay >= deadline) fail(error);
       if (waiter && !turn) turn = new Turn(this.notifier, waiter, true);
       const stop = this.stopOnClose(signal);
@@ -598,8 +600,8 @@ export class Redlock implements LockOwner {
   close(options: { grace?: number } = {}): Promise<void> {
     if (this.closed) return this.closed;
     const grace = options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
-    this.closing.abort();
     this.closed = this.shutDown(grace);
+    for (const stop of [...this.waits]) stop();
     return this.closed;
   }
 
@@ -676,13 +678,14 @@ export class Redlock implements LockOwner {
   private stopOnClose(signal: AbortSignal | undefined): { signal: AbortSignal; dispose: () => void } {
     const controller = new AbortController();
     const abort = () => controller.abort(signal?.reason);
-    const sources = signal ? [signal, this.closing.signal] : [this.closing.signal];
-    if (sources.some((s) => s.aborted)) abort();
-    else for (const source of sources) source.addEventListener('abort', abort, { once: true });
+    if (this.closed || signal?.aborted) abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    this.waits.add(abort);
     return {
       signal: controller.signal,
       dispose: () => {
-        for (const source of sources) source.removeEventListener('abort', abort);
+        signal?.removeEventListener('abort', abort);
+        this.waits.delete(abort);
       },
     };
   }

@@ -145,12 +145,13 @@ describe('a lost lock (issue 18.6)', () => {
   it('release() still deletes its keys, which a late extension may have kept', async () => {
     const redlock = client();
     const lock = await redlock.acquire('late', 200);
+    await until(() => onEveryNode(raw, 'redlock:lock:late'), 'the keys');
+    const value = (await raw[0]!.get('redlock:lock:late'))!;
     const lost = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
     await lost;
     expect(lock.isLost).toBe(true);
     // An extension that reached the nodes after the client gave the lock up.
-    const value = await raw[0]!.get('redlock:lock:late');
-    await Promise.all(raw.map((r) => r.set('redlock:lock:late', value ?? 'v', 'PX', 60_000)));
+    await Promise.all(raw.map((r) => r.set('redlock:lock:late', value, 'PX', 60_000)));
     await lock.release();
     await until(() => onEveryNode(raw, 'redlock:lock:late', false), 'the keys deleted', 1000);
   });
@@ -179,7 +180,7 @@ describe('timers and bookkeeping (issues 18.10, 18.11)', () => {
   it('forgets locks left to expire, so close() drops only the live ones', async () => {
     const events: LockEvent[] = [];
     const redlock = client({ onEvent: (e) => events.push(e) });
-    const expired = await Promise.all(Array.from({ length: 100 }, (_, i) => redlock.acquire(`short:${i}`, 20)));
+    const expired = await Promise.all(Array.from({ length: 100 }, (_, i) => redlock.acquire(`short:${i}`, 300)));
     // Their keys expired on the nodes (reading the locks themselves would declare them lost).
     await until(async () => (await raw[0]!.keys('redlock:lock:short:*')).length === 0, 'the keys expired');
     expect(expired.length).toBe(100);
@@ -259,5 +260,48 @@ describe('node failures and odd replies (issues 18.7, 18.13)', () => {
     } finally {
       await Promise.all(raw.map((r) => r.config('SET', 'maxmemory', '0')));
     }
+  });
+});
+
+describe('a split vote (issue 18.17)', () => {
+  it('is retried briefly even with retryCount 0, so that one contender gets through', async () => {
+    // 5 nodes, 2 of them down: 3 replicas firing one cron tick each took one node.
+    const five = await startFleet(5);
+    const fiveRaw = five.urls.map((u) => new Redis(u));
+    const own = five.urls.map((url) => new Redis(url, { enableOfflineQueue: false }));
+    try {
+      await Promise.all([five.kill(3), five.kill(4)]);
+      await fiveRaw[0]!.set('redlock:lock:tick', 'replica-b', 'PX', 10_000);
+      await fiveRaw[1]!.set('redlock:lock:tick', 'replica-c', 'PX', 10_000);
+      // The other two give up after this client's first attempt, as they would: their undo.
+      const evalsha = own[2]!.evalsha.bind(own[2]!) as (...args: unknown[]) => Promise<unknown>;
+      let undone = false;
+      own[2]!.evalsha = ((...args: unknown[]) =>
+        evalsha(...args).then(async (reply) => {
+          if (!undone) {
+            undone = true;
+            await Promise.all([fiveRaw[0]!.del('redlock:lock:tick'), fiveRaw[1]!.del('redlock:lock:tick')]);
+          }
+          return reply;
+        })) as never;
+      const redlock = client({ nodes: own, retryCount: 0 });
+      const lock = await redlock.acquire('tick', 5000);
+      expect(lock.attempts).toBeGreaterThan(1);
+      await lock.release();
+      await redlock.close({ grace: 0 });
+    } finally {
+      own.forEach((c) => c.disconnect());
+      fiveRaw.forEach((c) => c.disconnect());
+      await five.stop();
+    }
+  });
+
+  it('a resource held on a quorum of nodes is busy at once with retryCount 0, without split retries', async () => {
+    const holder = client({ retryCount: 0 });
+    const held = await holder.acquire('held', 5000);
+    const other = client({ retryCount: 0 });
+    const error = await other.acquire('held', 5000).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'RESOURCE_BUSY', splitVote: false, attempts: [expect.anything()] });
+    await held.release();
   });
 });

@@ -13,9 +13,15 @@ export class ResourceBusyError extends LockError {
     readonly resources: readonly string[],
     /** Every attempt made, the last one last. */
     readonly attempts: readonly AttemptReport[],
+    /**
+     * The last attempt was a split vote: fewer than a quorum of nodes refused,
+     * so no one held a quorum among the nodes that answered (contenders each
+     * took a minority). Retried briefly before this error; busy all the same.
+     */
+    readonly splitVote = false,
   ) {
     super(
-      `Resource ${formatResources(resources)} is held by another holder ` +
+      `Resource ${formatResources(resources)} ${splitVote ? 'is contended (split vote: no holder had a quorum of the nodes that answered)' : 'is held by another holder'} ` +
         `(${attempts.length} attempt${attempts.length === 1 ? '' : 's'}; last: ${summarize(attempts.at(-1))})`,
     );
   }
