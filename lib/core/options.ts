@@ -166,6 +166,7 @@ export function checkAcquireOptions(options: unknown): AcquireOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('acquire options', 'an object or undefined', options);
   }
+  checkKnown('acquire options', options, ACQUIRE_KEYS);
   const { signal, autoExtend, nodeTimeout } = options as AcquireOptions;
   if (signal !== undefined && !isAbortSignal(signal)) throw new InvalidArgumentError('signal', 'an AbortSignal', signal);
   booleanOr('autoExtend', autoExtend, false);
@@ -188,11 +189,34 @@ export function resolveRetry(options: RetryOptions, base: RetryOptions & { retry
   };
 }
 
+const RETRY_KEYS = ['retryCount', 'retryDelay', 'retryJitter', 'acquireTimeout'] as const;
+const CLIENT_KEYS: ReadonlySet<string> = new Set<keyof RedlockOptions>([
+  ...RETRY_KEYS,
+  'nodes', 'prefix', 'ttl', 'driftFactor', 'nodeTimeout', 'fencing', 'fencingRetention', 'autoExtend',
+  'restartGuard', 'fairWaiting', 'identity', 'onEvent', 'shutdownGrace',
+]);
+const ACQUIRE_KEYS: ReadonlySet<string> = new Set<keyof AcquireOptions>([...RETRY_KEYS, 'nodeTimeout', 'signal', 'autoExtend']);
+const AUTO_EXTEND_KEYS: ReadonlySet<string> = new Set<keyof AutoExtendOptions>(['threshold', 'maxExtensions']);
+
+/** A misspelt option would otherwise be ignored in silence, its default used instead. */
+function checkKnown(name: string, options: object, known: ReadonlySet<string>): void {
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) {
+      throw new InvalidArgumentError(`${name}.${key}`, `one of the known options (${[...known].join(', ')})`, key);
+    }
+  }
+}
+
 /** Validates the client's options once, at construction. */
 export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options', 'an object with a `nodes` array', options);
   }
+  checkKnown('options', options, CLIENT_KEYS);
+  if (options.autoExtend !== undefined && (typeof options.autoExtend !== 'object' || options.autoExtend === null)) {
+    throw new InvalidArgumentError('autoExtend', 'an object ({ threshold?, maxExtensions? })', options.autoExtend);
+  }
+  if (options.autoExtend) checkKnown('autoExtend', options.autoExtend, AUTO_EXTEND_KEYS);
   const prefix = options.prefix ?? DEFAULTS.prefix;
   if (typeof prefix !== 'string' || prefix.length > 256) {
     throw new InvalidArgumentError('prefix', 'a string of at most 256 characters', prefix);

@@ -106,6 +106,15 @@ describe('options', () => {
   });
 });
 
+describe('misspelt option names (issue 18.13)', () => {
+  it('are refused by the client, naming them', () => {
+    expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001'], retryCont: 3 } as never), 'options.retryCont');
+    expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001'], autoExtend: { treshold: 0.3 } } as never), 'autoExtend.treshold');
+    expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001'], autoExtend: 'yes' } as never), 'autoExtend');
+  });
+  it('are refused per call', () => expectRejectsInvalid(redlock.acquire('r', 1000, { retrycount: 1 } as never), 'acquire options.retrycount'));
+});
+
 describe('acquire arguments', () => {
   it.each([
     [0, 'ttl'],
