@@ -16,7 +16,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFi
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adapters } from './adapters/index.mjs';
-import { signal, startNode } from './nodes.mjs';
+import { serverBinary, startNode } from '../scripts/redis-spawner.mjs';
 
 const QUICK = process.argv.includes('--quick');
 const P = QUICK
@@ -285,12 +285,10 @@ async function contention(lib, round) {
 
 // --- the run ---------------------------------------------------------------
 
+/** Kills the workers at once; the nodes are stopped by the promise (or, on exit, by the spawner's exit hook). */
 const cleanup = () => {
   for (const child of children) child.kill('SIGKILL');
-  for (const n of nodes) {
-    signal(n, 'SIGCONT');
-    n.stop();
-  }
+  return Promise.all(nodes.map((n) => n.stop()));
 };
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
@@ -444,22 +442,19 @@ try {
   // 4. One node of five killed (kill -9) once the worker is connected and warm; restarted, empty, on the same port after.
   const degraded = { cycles: P.dCycles, deadline: P.dDeadline, limit: 60_000, baseline: true };
   if (want('oneDown')) {
-    const killed = nodes[4];
     latencyTable(
       `One of 5 nodes down (killed after the clients connected; ${P.dRounds} round(s) x ${P.dCycles} cycles)`,
       await latency('oneDown', urls5, DLIBS, degraded, P.dRounds, () => {
         let down = false;
         return {
           ready: async () => {
-            signal(nodes[4], 'SIGKILL');
-            nodes[4].stop();
-            await nodes[4].exited;
+            await nodes[4].kill();
             down = true;
           },
           result: async () => {
             if (!down) return;
             down = false;
-            nodes[4] = await startNode(killed.port);
+            await nodes[4].restart();
           },
         };
       }),
@@ -473,8 +468,8 @@ try {
     latencyTable(
       `Two of 5 nodes paused (SIGSTOP after the clients connected; ${P.dRounds} round(s) x ${P.dCycles} cycles; each operation bounded by ${P.dDeadline / 1000} s)`,
       await latency('twoPaused', urls5, DLIBS, degraded, P.dRounds, () => ({
-        ready: () => paused.forEach((n) => signal(n, 'SIGSTOP')),
-        result: () => paused.forEach((n) => signal(n, 'SIGCONT')),
+        ready: async () => void (await Promise.all(paused.map((n) => n.pause()))),
+        result: () => Promise.all(paused.map((n) => n.resume())),
       })),
       [
         '"timeout": 3 acquire or release calls did not finish within the deadline (the library waits for every node).',
@@ -523,8 +518,7 @@ try {
     );
   }
 } finally {
-  cleanup();
-  await Promise.all(nodes.map((n) => n.exited));
+  await cleanup();
   rmSync(copy, { recursive: true, force: true });
   try {
     rmdirSync(new URL('./.cache/', bench)); // when no other run uses it
@@ -540,7 +534,7 @@ console.log(`\nFinished in ${results.seconds} s (load average ${results.loadAfte
 
 function machine() {
   const model = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1]?.trim() ?? 'unknown cpu';
-  const redis = execFileSync('redis-server', ['--version']).toString().match(/v=(\S+)/)?.[1];
+  const redis = execFileSync(serverBinary(), ['--version']).toString().match(/v=(\S+)/)?.[1];
   return `${model}, ${cpus().length} cores, Node ${process.version}, redis-server ${redis}`;
 }
 
