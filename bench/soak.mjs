@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startNode } from './nodes.mjs';
+import { startNode } from '../scripts/redis-spawner.mjs';
 
 if (typeof global.gc !== 'function') throw new Error('run with node --expose-gc (npm run bench:soak does)');
 const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
@@ -91,7 +91,7 @@ await settle();
 const afterRelease = sample(done);
 
 await redlock.close();
-for (const n of nodes) n.stop();
+await Promise.all(nodes.map((n) => n.stop()));
 
 const first = samples[1] ?? samples[0];
 const last = samples.at(-1);

@@ -6,7 +6,8 @@
 //    is not in it.
 // 2. `npm pack` into a temp dir; for each app under consumers/ (or the names
 //    given): copy it to the temp dir, `npm install` its dependencies plus the
-//    tarball (not a path link; `npm install`, not `npm ci`, see .ci/run),
+//    tarball (not a path link; `npm install`, not `npm ci`, see .ci/run), with
+//    scripts/redis-spawner.mjs copied in as its test/redis-spawner.js,
 //    type-check it (and check which .d.ts of the package TypeScript picked:
 //    dist/esm for a "type": "module" app, dist/cjs otherwise), run its `npm test`
 //    (jest: a locked endpoint and a locked cron job against its own redis-server).
@@ -135,6 +136,9 @@ async function consumer(name, tarball, tmp) {
     recursive: true,
     filter: (src) => !/[\\/](node_modules|coverage)$/.test(src) && !/package-lock\.json$/.test(src),
   });
+  // The one redis-server spawner of this repo, as the app's own test/redis-spawner.js (with its types).
+  cpSync(path.join(ROOT, 'scripts', 'redis-spawner.mjs'), path.join(dir, 'test', 'redis-spawner.js'));
+  cpSync(path.join(ROOT, 'scripts', 'redis-spawner.d.mts'), path.join(dir, 'test', 'redis-spawner.d.ts'));
   const step = async (label, cmd, args, timeoutMs) => {
     const result = await run(cmd, args, { cwd: dir, timeoutMs });
     report.steps.push(`${label} ${secs(result.ms)}`);

@@ -6,10 +6,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-/** Binary of the local nodes: env REDLOCK_TEST_SERVER (a name on PATH or a path), default `redis-server`. */
-export function serverBinary(env = process.env) {
-  return env.REDLOCK_TEST_SERVER || 'redis-server';
-}
+export { serverBinary } from './redis-spawner.mjs';
 
 /** The executable file `bin` names (a path, or a name looked up on PATH), or undefined. */
 export function findOnPath(bin, env = process.env) {

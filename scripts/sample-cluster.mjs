@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { findOnPath, installHint, serverBinary } from './redis-server.mjs';
-import { startNodes } from './sample-nodes.mjs';
+import { startNodes } from './redis-spawner.mjs';
 
 const MAIN = fileURLToPath(new URL('../dist-sample/sample/main.js', import.meta.url));
 const SECONDS = Number(process.env.SAMPLE_SECONDS ?? 22);

@@ -4,7 +4,7 @@
 //   1. REDLOCK_NODES: comma-separated redis URLs (or `memory`), used as given;
 //   2. the redis-server binary (env REDLOCK_TEST_SERVER, default `redis-server`)
 //      on PATH: three local processes started here and stopped when the app
-//      exits; they cannot outlive this launcher (see scripts/sample-nodes.mjs);
+//      exits; they cannot outlive this launcher (see scripts/redis-spawner.mjs);
 //   3. otherwise three in-memory nodes inside the app (REDLOCK_NODES=memory: the
 //      testing module's, with the lock semantics of the Redis scripts).
 //
@@ -16,7 +16,7 @@ import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { findOnPath, installHint, serverBinary } from './redis-server.mjs';
-import { startNodes } from './sample-nodes.mjs';
+import { startNodes } from './redis-spawner.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../dist-sample/sample/main.js', import.meta.url));

@@ -7,7 +7,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.e2e-spec.ts'],
   transform: {
-    '^.+\\.ts$': [
+    // .js: test/redis-spawner.js (copied in from the repo's scripts/) is an ES module.
+    '^.+\\.[jt]s$': [
       '@swc/jest',
       {
         jsc: {

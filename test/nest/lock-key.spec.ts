@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkKey, resolveKey } from '../../lib/nest/lock-key.js';
+import { afterPipes, checkKey, resolveKey, type RouteArgs } from '../../lib/nest/lock-key.js';
 
-// Pure: no server. The encoding of placeholder values (issue 18 item 9).
+// Pure: no server. The encoding of placeholder values (issue 18 item 9), what a key reads, and when a key is refused.
 const key = (template: string, ...args: unknown[]) => resolveKey(template, { args })[0];
 
 describe('@Locked template keys', () => {
@@ -30,5 +30,73 @@ describe('@Locked template keys', () => {
     expect(() => checkKey('{args.0}{args.1}')).toThrow('placeholders are apart');
     expect(() => checkKey('{args.0}%{args.1}')).toThrow('placeholders are apart');
     expect(() => checkKey('{args.0}:{args.1}')).not.toThrow();
+  });
+});
+
+describe('resolveKey', () => {
+  it('takes a static name, a list of names or templates, and a function of the call', () => {
+    const context = { args: [{ id: 7 }], params: { id: '42' } };
+    expect(resolveKey('reports', context)).toEqual(['reports']);
+    expect(resolveKey(['order:{params.id}', 'job:{args.0.id}'], context)).toEqual(['order:42', 'job:7']);
+    expect(resolveKey(({ params }) => `order:${String(params?.id)}`, context)).toEqual(['order:42']);
+    expect(resolveKey(({ args }) => ['a', `b:${(args[0] as { id: number }).id}`], context)).toEqual(['a', 'b:7']);
+  });
+
+  it('reads the request parts and a trimmed path: {params.id}, { query.page }, {user.tenant}, {data.0}', () => {
+    const context = { args: [], params: { id: 1 }, query: { page: 2 }, user: { tenant: 'acme' }, data: ['x'], headers: { 'x-k': true } };
+    expect(resolveKey('{params.id}/{ query.page }/{user.tenant}/{data.0}/{headers.x-k}', context)).toEqual(['1/2/acme/x/true']);
+  });
+
+  it('refuses a placeholder with nothing usable in the call, naming it', () => {
+    const context = { args: [{ id: '' }, { nested: {} }, null] };
+    expect(() => resolveKey('order:{params.id}', context)).toThrow('Expected `@Locked key {params.id}` to be a string, number or boolean in the call, got undefined');
+    expect(() => resolveKey('{args.0.id}', context)).toThrow('`@Locked key {args.0.id}`');
+    expect(() => resolveKey('{args.1.nested}', context)).toThrow('got an object (Object)');
+    expect(() => resolveKey('{args.2}', context)).toThrow('got null');
+    expect(() => resolveKey('{args.2.deeper}', context)).toThrow('got undefined');
+  });
+});
+
+describe('checkKey', () => {
+  it('takes a string, a non-empty list of strings, or a function', () => {
+    expect(() => checkKey('a')).not.toThrow();
+    expect(() => checkKey(['a', '{args.0}'])).not.toThrow();
+    expect(() => checkKey(() => 'a')).not.toThrow();
+  });
+
+  it('refuses anything else, saying what was expected', () => {
+    const expected = 'Expected `@Locked key` to be a non-empty string, an array of them, or a function';
+    for (const bad of ['', [], ['a', ''], ['a', 1], 42, undefined, {}]) expect(() => checkKey(bad)).toThrow(expected);
+  });
+});
+
+describe('afterPipes', () => {
+  const request = { params: { id: '42', other: 'x' }, query: { q: 'raw' }, body: { raw: true }, headers: { h: '1' } };
+
+  it("http: a @Param('id') argument replaces that one param; @Body() and @Query() replace the whole part", () => {
+    // ROUTE_ARGS_METADATA keys are '<paramtype>:<index>': 5 PARAM, 3 BODY, 4 QUERY.
+    const routeArgs: RouteArgs = { '5:0': { index: 0, data: 'id' }, '3:1': { index: 1 }, '4:2': { index: 2 } };
+    const args = [42, { dto: 1 }, { q: 'piped' }];
+    const context = afterPipes('http', request, args, routeArgs);
+    expect(context.args).toBe(args);
+    expect(context.params).toEqual({ id: 42, other: 'x' });
+    expect(context.body).toEqual({ dto: 1 });
+    expect(context.query).toEqual({ q: 'piped' });
+    expect(context.headers).toBe(request.headers);
+    expect(request.params.id).toBe('42'); // the request itself is left alone
+  });
+
+  it('rpc and ws: @Payload() replaces data', () => {
+    for (const type of ['rpc', 'ws']) {
+      const context = afterPipes(type, { data: 'raw' }, ['parsed'], { '3:0': { index: 0 } });
+      expect(context.data).toBe('parsed');
+    }
+  });
+
+  it('leaves the request as it is without route args, for other kinds of call, and for other param types', () => {
+    expect(afterPipes('http', request, [1], undefined)).toEqual({ ...request, args: [1] });
+    expect(afterPipes('graphql', request, [1], { '5:0': { index: 0, data: 'id' } }).params).toBe(request.params);
+    // 0 REQUEST, a custom decorator's key: not a request part.
+    expect(afterPipes('http', request, [1, 2], { '0:0': { index: 0 }, 'custom__:1': { index: 1 } })).toEqual({ ...request, args: [1, 2] });
   });
 });

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
 import { AppModule } from '../src/app.module';
 import { TICK_RESOURCE, TickJob } from '../src/tick.job';
-import { startRedis, type RedisServer } from './redis-server';
+import { startNode, type RedisNode } from './redis-spawner'; // copied in by scripts/consumers.mjs
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -18,13 +18,13 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
 }
 
 describe('nest-redlock in a NestJS 11 CommonJS app (packed tarball)', () => {
-  let redis: RedisServer | undefined;
+  let redis: RedisNode | undefined;
   let app: INestApplication | undefined;
   let base = '';
   const events: RedlockEvent[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startNode();
     app = await NestFactory.create(AppModule.forNodes([redis.url]), { logger: ['error', 'warn'] });
     // Subscribed before init, so the first cron tick's events are seen too.
     app.get(LockService).events$.subscribe((event) => events.push(event));

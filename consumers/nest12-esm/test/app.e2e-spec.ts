@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { AppModule } from '../src/app.module.js';
 import { TICK_RESOURCE, TickJob } from '../src/tick.job.js';
-import { startRedis, type RedisServer } from './redis-server.js';
+import { startNode, type RedisNode } from './redis-spawner.js'; // copied in by scripts/consumers.mjs
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -19,13 +19,13 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
 }
 
 describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
-  let redis: RedisServer | undefined;
+  let redis: RedisNode | undefined;
   let app: INestApplication | undefined;
   let base = '';
   const events: RedlockEvent[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startNode();
     app = await NestFactory.create(AppModule.forNodes([redis.url]), { logger: ['error', 'warn'] });
     // Subscribed before init, so the first cron tick's events are seen too.
     app.get(LockService).events$.subscribe((event) => events.push(event));

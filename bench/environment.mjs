@@ -1,0 +1,31 @@
+// The machine and the library versions a run measured, for its header and its results file.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { serverBinary } from '../scripts/redis-spawner.mjs';
+
+const bench = new URL('./', import.meta.url);
+
+export function machine() {
+  const model = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1]?.trim() ?? 'unknown cpu';
+  const redis = execFileSync(serverBinary(), ['--version']).toString().match(/v=(\S+)/)?.[1];
+  return `${model}, ${cpus().length} cores, Node ${process.version}, redis-server ${redis}`;
+}
+
+export function versions() {
+  const version = (name) => {
+    try {
+      return JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, bench), 'utf8')).version;
+    } catch {
+      return 'not installed';
+    }
+  };
+  const own = JSON.parse(readFileSync(new URL('../package.json', bench), 'utf8')).version;
+  return [
+    `nest-redlock ${own} (this checkout's dist/esm)`,
+    `node-redlock ${version('redlock5')} and ${version('redlock4')}`,
+    `@sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')}`,
+    `redis-semaphore ${version('redis-semaphore')}`,
+    `ioredis ${version('ioredis')} (all libraries)`,
+  ].join(', ');
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from '@jest/globals';
+import type { Lock } from '../../lib/core/lock.js';
+import { heldInScope, heldLocks, requestFor, withLock, withRequest, type RequestScope } from '../../lib/nest/lock-context.js';
+
+// Pure: no server. Which lock of the call chain a nested @Locked call re-enters.
+
+/** What heldInScope reads of a lock: its resources and whether it is still held. */
+const lock = (resources: string[], isHeld = true) => ({ resources, isHeld }) as unknown as Lock;
+
+describe('heldInScope', () => {
+  it('is the lock that holds every resource asked for (a re-entrant call)', () => {
+    const outer = lock(['order:1', 'stock:1']);
+    expect(heldInScope(['order:1'], [outer])).toBe(outer);
+    expect(heldInScope(['stock:1', 'order:1'], [outer])).toBe(outer);
+  });
+
+  it('is the innermost of several locks that each hold them all', () => {
+    const outer = lock(['a', 'b']);
+    const inner = lock(['a', 'b', 'c']);
+    expect(heldInScope(['a', 'b'], [outer, inner])).toBe(inner);
+  });
+
+  it('prefers a lock covering them all over an inner one covering some', () => {
+    const outer = lock(['a', 'b']);
+    const inner = lock(['a']);
+    expect(heldInScope(['a', 'b'], [outer, inner])).toBe(outer);
+  });
+
+  it('with the resources spread over several locks, is the innermost of those', () => {
+    const first = lock(['a']);
+    const second = lock(['b']);
+    const unrelated = lock(['z']);
+    expect(heldInScope(['a', 'b'], [first, second, unrelated])).toBe(second);
+    expect(heldInScope(['b', 'a'], [second, first])).toBe(first);
+  });
+
+  it('is undefined when some resource is not held in this chain', () => {
+    expect(heldInScope(['a', 'b'], [lock(['a'])])).toBeUndefined();
+    expect(heldInScope(['a'], [])).toBeUndefined();
+  });
+
+  it('skips locks no longer held (expired or lost)', () => {
+    const lost = lock(['a'], false);
+    expect(heldInScope(['a'], [lost])).toBeUndefined();
+    const outer = lock(['a']);
+    expect(heldInScope(['a'], [outer, lost])).toBe(outer);
+  });
+});
+
+describe('the call chain (AsyncLocalStorage)', () => {
+  it('withLock adds a lock for the code it runs, across awaits, and only there', async () => {
+    const outer = lock(['a']);
+    const inner = lock(['b']);
+    expect(heldLocks()).toEqual([]);
+    await withLock(outer, async () => {
+      await Promise.resolve();
+      expect(heldLocks()).toEqual([outer]);
+      await withLock(inner, async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(heldLocks()).toEqual([outer, inner]);
+        expect(heldInScope(['a', 'b'])).toBe(inner);
+        expect(heldInScope(['a'])).toBe(outer);
+      });
+      expect(heldLocks()).toEqual([outer]);
+    });
+    expect(heldLocks()).toEqual([]);
+  });
+
+  it('withLock can start from another chain than the current one', () => {
+    const current = lock(['a']);
+    const other = lock(['b']);
+    const added = lock(['c']);
+    withLock(current, () => {
+      withLock(added, () => expect(heldLocks()).toEqual([other, added]), [other]);
+    });
+  });
+
+  it('withRequest keeps the chain\'s locks; requestFor answers only for the same handler metadata', () => {
+    const metadata = {};
+    const request: RequestScope = { metadata, type: 'http', request: { params: { id: '1' } } };
+    const outer = lock(['a']);
+    withLock(outer, () =>
+      withRequest(request, () => {
+        expect(heldLocks()).toEqual([outer]);
+        expect(requestFor(metadata)).toBe(request);
+        expect(requestFor({})).toBeUndefined();
+      }),
+    );
+    expect(requestFor(metadata)).toBeUndefined();
+  });
+
+  it('withLock does not pass the request on to the code it runs', () => {
+    const metadata = {};
+    withRequest({ metadata, type: 'rpc', request: { data: 1 } }, () => {
+      withLock(lock(['a']), () => expect(requestFor(metadata)).toBeUndefined());
+    });
+  });
+});
