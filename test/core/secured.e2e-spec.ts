@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { findFreePort } from '../support/redis-node.js';
-import { rawCommand } from '../support/resp.js';
+import { checkedCommand } from '../support/resp.js';
 import { until } from '../support/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'redlock-tls-'));
@@ -34,9 +34,13 @@ beforeAll(async () => {
   ]);
   tlsFleets = started.slice(0, 3);
   aclFleet = started[3]!;
-  // An ACL user limited to the lock namespace, keys and channels.
+  // An ACL user limited to the lock namespace, keys and channels. `resetchannels` first: a
+  // Redis 6.2-based server (KeyDB) defaults to `acl-pubsub-default allchannels`, and refuses a
+  // channel pattern added after the implicit `&*`; Redis 7 and Valkey start from no channels.
   for (const node of aclFleet.nodes) {
-    await rawCommand(node.port, ['ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', '&redlock:*', '+@all']);
+    await checkedCommand(node.port, [
+      'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:*', '+@all',
+    ]);
   }
 });
 
