@@ -34,12 +34,13 @@ beforeAll(async () => {
   ]);
   tlsFleets = started.slice(0, 3);
   aclFleet = started[3]!;
-  // An ACL user limited to the lock namespace, keys and channels. `resetchannels` first: a
-  // Redis 6.2-based server (KeyDB) defaults to `acl-pubsub-default allchannels`, and refuses a
-  // channel pattern added after the implicit `&*`; Redis 7 and Valkey start from no channels.
+  // An ACL user limited to what the README says the client needs: the keys `redlock:*` and the
+  // channels `redlock:wake:*`. `resetchannels` first: a Redis 6.2-based server (KeyDB) defaults
+  // to `acl-pubsub-default allchannels`, and refuses a channel pattern added after the implicit
+  // `&*`; Redis 7 and Valkey start from no channels.
   for (const node of aclFleet.nodes) {
     await checkedCommand(node.port, [
-      'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:*', '+@all',
+      'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all',
     ]);
   }
 });
@@ -89,7 +90,7 @@ describe('secured nodes', () => {
     const other = new Redlock({ nodes });
     try {
       const held = await redlock.acquire('acl', 5000);
-      const waiting = other.acquire('acl', 5000); // queue and wake-up channel stay inside redlock:*
+      const waiting = other.acquire('acl', 5000); // queue keys inside redlock:*, wake-ups on redlock:wake:*
       await held.release();
       await (await waiting).release();
       const outside = new Redlock({ nodes, prefix: 'other:', retryCount: 0 });
