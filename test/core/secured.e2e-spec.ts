@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { findFreePort } from '../support/redis-node.js';
-import { rawCommand } from '../support/resp.js';
+import { checkedCommand } from '../support/resp.js';
 import { until } from '../support/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'redlock-tls-'));
@@ -34,9 +34,14 @@ beforeAll(async () => {
   ]);
   tlsFleets = started.slice(0, 3);
   aclFleet = started[3]!;
-  // An ACL user limited to the lock namespace, keys and channels.
+  // An ACL user limited to what the README says the client needs: the keys `redlock:*` and the
+  // channels `redlock:wake:*`. `resetchannels` first: a Redis 6.2-based server (KeyDB) defaults
+  // to `acl-pubsub-default allchannels`, and refuses a channel pattern added after the implicit
+  // `&*`; Redis 7 and Valkey start from no channels.
   for (const node of aclFleet.nodes) {
-    await rawCommand(node.port, ['ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', '&redlock:*', '+@all']);
+    await checkedCommand(node.port, [
+      'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all',
+    ]);
   }
 });
 
@@ -85,7 +90,7 @@ describe('secured nodes', () => {
     const other = new Redlock({ nodes });
     try {
       const held = await redlock.acquire('acl', 5000);
-      const waiting = other.acquire('acl', 5000); // queue and wake-up channel stay inside redlock:*
+      const waiting = other.acquire('acl', 5000); // queue keys inside redlock:*, wake-ups on redlock:wake:*
       await held.release();
       await (await waiting).release();
       const outside = new Redlock({ nodes, prefix: 'other:', retryCount: 0 });

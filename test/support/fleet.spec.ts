@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { startFleet, liveNodes, RedisNode, type RedisFleet } from './redis-fleet.js';
-import { canConnect, ping, rawCommand } from './resp.js';
+import { canConnect, checkedCommand, ping, rawCommand, RespError } from './resp.js';
 import { pidAlive } from './redis-node.js';
 
 function processExists(pid: number): boolean {
@@ -41,10 +41,19 @@ describe('real-Redis harness (startFleet / RedisNode)', () => {
     }
   });
 
+  it('checkedCommand rejects on an error reply, without the arguments after the second', async () => {
+    const { port } = fleet.nodes[0]!;
+    expect(await checkedCommand(port, ['CONFIG', 'SET', 'maxmemory-policy', 'noeviction'])).toBe('OK');
+    const refused = await checkedCommand(port, ['ACL', 'SETUSER', 'u', '>secret-pw', '~a', 'no-such-rule']).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RespError);
+    expect((refused as Error).message).toMatch(new RegExp(`^ACL SETUSER on 127\\.0\\.0\\.1:${port} refused: ERR`));
+    expect((refused as Error).message).not.toContain('secret-pw');
+  });
+
   it('kill(i) makes the port refuse connections and the pid disappear', async () => {
     const node = fleet.nodes[0]!;
     const pid = node.pid!;
-    await rawCommand(node.port, ['SET', 'harness:key', 'v1']);
+    expect(await rawCommand(node.port, ['SET', 'harness:key', 'v1'])).toBe('OK');
     expect(await rawCommand(node.port, ['GET', 'harness:key'])).toBe('v1');
 
     await fleet.kill(0);

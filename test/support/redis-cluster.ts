@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { RedisNode } from './redis-node.js';
-import { rawCommand } from './resp.js';
+import { checkedCommand } from './resp.js';
 import { until } from './until.js';
 
 const run = promisify(execFile);
@@ -24,7 +24,7 @@ export class RedisClusterFleet {
       await run(cli, ['--cluster', 'create', ...nodes.map((n) => `${n.host}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
       await until(
         async () =>
-          (await Promise.all(nodes.map((n) => rawCommand(n.port, ['CLUSTER', 'INFO'])))).every((info) =>
+          (await Promise.all(nodes.map((n) => checkedCommand(n.port, ['CLUSTER', 'INFO'])))).every((info) =>
             String(info).includes('cluster_state:ok'),
           ),
         'cluster_state:ok on every shard',

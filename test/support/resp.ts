@@ -120,6 +120,25 @@ export function rawCommand(
   });
 }
 
+/**
+ * rawCommand for setup steps (ACL SETUSER, CONFIG SET, CLUSTER ...): an error
+ * reply rejects, naming the command and quoting the server, so a server that
+ * refuses a setup step fails the setup instead of a later test for an
+ * unrelated-looking reason.
+ */
+export async function checkedCommand(
+  port: number,
+  args: readonly (string | number)[],
+  opts: RawCommandOptions = {},
+): Promise<Exclude<RespValue, RespError>> {
+  const reply = await rawCommand(port, args, opts);
+  if (reply instanceof RespError) {
+    // Two words at most: the rest may hold a password (ACL SETUSER ... >secret).
+    throw new RespError(`${args.slice(0, 2).join(' ')} on ${opts.host ?? '127.0.0.1'}:${port} refused: ${reply.message}`);
+  }
+  return reply;
+}
+
 /** True when the server answers PING with PONG within timeoutMs. Never throws. */
 export async function ping(port: number, timeoutMs = 500, host = '127.0.0.1'): Promise<boolean> {
   try {
