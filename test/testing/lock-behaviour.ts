@@ -54,10 +54,13 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
     const deleteEverywhere = (resource: string) =>
       Promise.all(backend.nodes.map((_, i) => backend.deleteKey(i, lockKey(resource))));
 
+    /** Whether `resources` are busy now; a lock it took is released on every node before it answers. */
     const busyNow = (redlock: Redlock, resources: string | string[]) =>
       redlock.acquire(resources, 5000, { retryCount: 0 }).then(
         async (lock) => {
           await lock.release();
+          // The release is decided at a quorum: the next check must not meet its last delete in flight.
+          for (const r of lock.resources) await until(async () => (await redlock.inspect(r)).heldOn === 0, `${r} released on every node`);
           return false;
         },
         (error: unknown) => {
@@ -245,6 +248,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
         expect(await busyNow(b, resource)).toBe(false);
       }
       await heldB.release();
+      await until(async () => (await b.inspect('b')).heldOn === 0, 'b released on every node');
       const all = await b.acquire(['a', 'b', 'c'], 5000, { retryCount: 0 });
       for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(true);
       expect(await busyNow(a, ['c', 'd'])).toBe(true);
