@@ -87,6 +87,19 @@ export interface NodeRestartedEvent {
   readonly excludedFor: number;
 }
 
+/**
+ * A node has not answered its oldest command for longer than the node timeout:
+ * its votes count as no (at once, without queueing more commands on it) until
+ * it has answered its backlog. Emitted once per such episode.
+ */
+export interface NodeHungEvent {
+  readonly type: 'node-hung';
+  readonly at: number;
+  readonly node: string;
+  /** ms the node had been silent when it was found hung. */
+  readonly silentFor: number;
+}
+
 export type LockEvent =
   | LockAcquiredEvent
   | LockBusyEvent
@@ -96,7 +109,8 @@ export type LockEvent =
   | LockReleasedEvent
   | LockLostEvent
   | NodeErrorEvent
-  | NodeRestartedEvent;
+  | NodeRestartedEvent
+  | NodeHungEvent;
 
 export type LockEventType = LockEvent['type'];
 

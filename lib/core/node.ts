@@ -72,6 +72,9 @@ export class LockNode {
    * how long the node has been silent.
    */
   private readonly pending = new Map<Done, number>();
+  /** Found hung, and not answered everything since (see `isStalled`). */
+  private hung = false;
+  private onHung: ((silentFor: number) => void) | undefined;
   /** What the client is (see `clientKind`); only a standalone ioredis socket can be corked. */
   readonly kind: ClientKind;
 
@@ -200,8 +203,22 @@ export class LockNode {
    * used again as soon as its backlog has been answered.
    */
   isStalled(timeout: number): boolean {
-    for (const since of this.pending.values()) return performance.now() - since > timeout;
+    for (const since of this.pending.values()) {
+      const silent = performance.now() - since;
+      if (silent <= timeout) return false;
+      // Reported once per episode: the node is quiet again only once its backlog is answered.
+      if (!this.hung) {
+        this.hung = true;
+        this.onHung?.(silent);
+      }
+      return true;
+    }
     return false;
+  }
+
+  /** Calls `listener` when the node is first found hung (see `isStalled`), once until it answers again. */
+  watchHung(listener: (silentFor: number) => void): void {
+    this.onHung = listener;
   }
 
   /**
@@ -216,6 +233,7 @@ export class LockNode {
       if (!open) return;
       open = false;
       this.pending.delete(settle);
+      if (this.pending.size === 0) this.hung = false;
       done(error, reply);
     };
     const corks = this.pending.size > 0;

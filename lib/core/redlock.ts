@@ -148,6 +148,7 @@ export class Redlock implements LockOwner {
         this.emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
       node.client.on('error', report);
       this.detach.push(() => node.client.off('error', report));
+      node.watchHung((silentFor) => this.emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
       // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
       if (this.options.restartGuard > 0 && node.kind !== 'cluster') {
         this.detach.push(

@@ -48,6 +48,8 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
         return logger.warn(`Acquiring ${formatResources(event.resources)} failed (${event.code}) after ${event.attempts} attempt(s)`);
       case 'node-error':
         return logger.warn(`Node ${event.node}: ${event.message}`);
+      case 'node-hung':
+        return logger.warn(`Node ${event.node} is not answering (silent for ${event.silentFor} ms): its votes count as no until it does`);
       case 'node-restarted':
         return logger.warn(`Node ${event.node} restarted: not counted for ${Math.round(event.excludedFor)} ms`);
       case 'busy':

@@ -74,6 +74,26 @@ afterAll(async () => {
 });
 
 describe('logging', () => {
+  it('logs a hung node once, as a warning naming it, however many calls meet it (issue 18.20)', async () => {
+    const { logger, lines } = recorder();
+    const app = await start({ logger, nodeTimeout: 50 });
+    await app.init();
+    const jobs = app.get(Jobs);
+    await jobs.plain();
+    await fleet.pause(2); // accepts TCP, never answers: the node is hung
+    try {
+      const hung = () => lines.filter((l) => /not answering/.test(l.message));
+      for (let i = 0; hung().length === 0; i++) {
+        if (i > 200) throw new Error('the hung node was never reported');
+        await jobs.plain(); // a quorum of the other two: runs
+      }
+      for (let i = 0; i < 20; i++) await jobs.plain();
+      expect(hung()).toEqual([{ level: 'warn', message: expect.stringContaining(fleet.nodes[2]!.port.toString()) }]);
+    } finally {
+      await fleet.resume(2);
+    }
+  });
+
   it('goes to the logger option: acquired and released at verbose, nothing at log level; logger: false logs nothing', async () => {
     const { logger, lines } = recorder();
     const app = await start({ logger });
