@@ -145,13 +145,22 @@ export class LockNode {
   }
 
   /**
-   * Restart guard: a node that restarted less than `window` ms ago may have lost
-   * keys (no persistence, or a crash before fsync), so its votes are not counted
-   * until `window` ms after its restart. Known from the server's run id (a new
-   * one after a reconnect) and uptime (at the first connection); until a
-   * reconnected node has been checked, it is not counted either.
+   * Restart guard: a node that restarted less than `window()` ms ago may have
+   * lost keys (no persistence, or a crash before fsync), so its votes are not
+   * counted until `window()` ms after its restart. Known from the server's run
+   * id (a new one after a reconnect) and, with `atFirstContact`, its uptime at
+   * the first connection; until a reconnected node has been checked, it is not
+   * counted either. A node whose ACL refuses INFO cannot be checked:
+   * `onUnguardable` says so, and with `failOpen` its votes count unguarded
+   * (otherwise they never count).
    */
-  guardRestarts(window: number, onRestart: (node: LockNode, excludedFor: number) => void): () => void {
+  guardRestarts(guard: {
+    window: () => number;
+    atFirstContact: boolean;
+    failOpen: boolean;
+    onRestart: (node: LockNode, excludedFor: number) => void;
+    onUnguardable: (node: LockNode, message: string) => void;
+  }): () => void {
     const unverified = () => {
       this.excludedUntil = Infinity;
     };
@@ -159,17 +168,28 @@ export class LockNode {
       this.verified = this.client
         .info('server')
         .then((info) => {
+          const window = guard.window();
           const runId = /run_id:(\w+)/.exec(info)?.[1];
           // Redis reports uptime as the difference of two whole-second clocks: a
           // server up for 30 ms can say 1. Only `reported - 1` s is certain.
           const reported = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity);
           const uptime = Math.max(0, reported - 1) * 1000;
-          const restarted = this.runId !== undefined ? runId !== this.runId : uptime < window;
+          const restarted = this.runId !== undefined ? runId !== this.runId : guard.atFirstContact && uptime < window;
           this.runId = runId;
           this.excludedUntil = restarted ? performance.now() + window - uptime : 0;
-          if (restarted) onRestart(this, Math.max(0, window - uptime));
+          if (restarted) guard.onRestart(this, Math.max(0, window - uptime));
         })
-        .catch(() => undefined); // stays unverified; the next reconnect checks again
+        .catch((error: unknown) => {
+          const message = error instanceof Error ? error.message : String(error);
+          if (!/NOPERM/i.test(message)) return; // stays unverified; the next reconnect checks again
+          if (guard.failOpen) this.excludedUntil = 0;
+          guard.onUnguardable(
+            this,
+            `the restart guard cannot read INFO server on ${this.label} (${message}); ` +
+              (guard.failOpen ? 'its votes count without the guard' : 'its votes are not counted') +
+              ': grant the ACL user +info',
+          );
+        });
     };
     unverified();
     this.client.on('close', unverified);
@@ -187,10 +207,20 @@ export class LockNode {
    */
   connect(): Promise<boolean> {
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
-    if (!this.firstReady) return Promise.all([this.verified, this.loaded]).then(() => true);
+    // 'ready' listeners ran before these resolve: wait for the restart check and script load they started.
+    const checked = () => Promise.all([this.verified, this.loaded]).then(() => true);
+    if (!this.firstReady) {
+      // A client passed in that is still connecting: its restart check runs once it is ready.
+      if (this.client.status === 'ready') return checked();
+      return new Promise<boolean>((resolve) => {
+        const ready = () => (this.client.off('end', ended), resolve(checked()));
+        const ended = () => (this.client.off('ready', ready), resolve(false));
+        this.client.once('ready', ready);
+        this.client.once('end', ended);
+      });
+    }
     return this.firstReady.then(
-      // 'ready' listeners ran before this: wait for the restart check and script load they started.
-      () => Promise.all([this.verified, this.loaded]).then(() => true),
+      checked,
       () => false,
     );
   }

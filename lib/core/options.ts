@@ -49,12 +49,14 @@ export interface RedlockOptions extends RetryOptions {
   /** Automatic extension, for `using` and `autoExtend` locks. */
   readonly autoExtend?: AutoExtendOptions;
   /**
-   * Restart guard, ms (0 = off, the default): a node that restarted less than
-   * this long ago is not counted in quorums, since it may have lost keys. Set it
-   * to at least the longest ttl any client uses, unless every node persists
-   * with `appendfsync always`. See the README's "Safety: what Redlock guarantees, and what it does not".
+   * Restart guard: a node that restarted less than this long ago is not counted
+   * in quorums, since it may have lost keys. `'auto'` (the default): restarts
+   * this client sees (a new run id on a reconnect) keep the node out for the
+   * longest ttl this client has used (`ttl` before its first lock); a number, ms: also a
+   * node found younger than that at the first connection; `0`: off, for nodes
+   * that persist with `appendfsync always`. See the README's "Node restarts".
    */
-  readonly restartGuard?: number;
+  readonly restartGuard?: number | 'auto';
   /**
    * Fair waiting (default true): callers that wait for a busy resource queue on
    * the nodes by the time of their first attempt, a freed resource is reserved
@@ -108,7 +110,7 @@ export interface ResolvedOptions {
   readonly fencingRetention: number;
   readonly threshold: number;
   readonly maxExtensions: number;
-  readonly restartGuard: number;
+  readonly restartGuard: number | 'auto';
   readonly fairWaiting: boolean;
   readonly shutdownGrace: number;
 }
@@ -207,6 +209,14 @@ function checkKnown(name: string, options: object, known: ReadonlySet<string>): 
   }
 }
 
+function checkRestartGuard(value: unknown): number | 'auto' {
+  if (value === undefined || value === 'auto') return 'auto';
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_DELAY) {
+    throw new InvalidArgumentError('restartGuard', `'auto', or an integer number of milliseconds from 0 (off) to ${MAX_DELAY}`, value);
+  }
+  return value;
+}
+
 /** Validates the client's options once, at construction. */
 export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) {
@@ -255,7 +265,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
           : checkTtl(options.fencingRetention, 'fencingRetention'),
     threshold,
     maxExtensions,
-    restartGuard: integerIn('restartGuard', options.restartGuard, 0, MAX_DELAY, 0),
+    restartGuard: checkRestartGuard(options.restartGuard),
     fairWaiting: booleanOr('fairWaiting', options.fairWaiting, true),
     shutdownGrace: integerIn('shutdownGrace', options.shutdownGrace, 0, MAX_DELAY, DEFAULTS.shutdownGrace),
   };

@@ -107,6 +107,8 @@ export class Redlock implements LockOwner {
   private closed: Promise<void> | undefined;
   /** Called when the last held lock leaves `held` (close() waits for it). */
   private emptied: (() => void) | undefined;
+  /** The longest ttl this client has acquired or extended with (0 before its first lock): the 'auto' restart guard's window. */
+  private longestTtl = 0;
   /** `held` size at which expired locks are swept out (see sweep()). */
   private sweepAt = SWEEP_MIN;
   private readonly notifier: WakeNotifier;
@@ -150,11 +152,18 @@ export class Redlock implements LockOwner {
       this.detach.push(() => node.client.off('error', report));
       node.watchHung((silentFor) => this.emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
       // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
-      if (this.options.restartGuard > 0 && node.kind !== 'cluster') {
+      const guard = this.options.restartGuard;
+      if (guard !== 0 && node.kind !== 'cluster') {
         this.detach.push(
-          node.guardRestarts(this.options.restartGuard, (restarted, excludedFor) =>
-            this.emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
-          ),
+          node.guardRestarts({
+            // 'auto': as long as the longest lock this client took or extended may have lived.
+            window: guard === 'auto' ? () => this.longestTtl || this.options.ttl : () => guard,
+            atFirstContact: guard !== 'auto',
+            failOpen: guard === 'auto',
+            onRestart: (restarted, excludedFor) =>
+              this.emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
+            onUnguardable: (unguarded, message) => this.emit({ type: 'node-error', at: Date.now(), node: unguarded.label, message }),
+          }),
         );
       }
     }
@@ -242,6 +251,7 @@ export class Redlock implements LockOwner {
   private async acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
     const names = validateResources(resources);
     const lockTtl = checkTtl(ttl ?? this.options.ttl);
+    if (lockTtl > this.longestTtl) this.longestTtl = lockTtl;
     // Below this the drift allowance alone leaves no validity: no attempt could succeed.
     if (validityOf(lockTtl, 0, this.options.driftFactor) < 1) {
       throw new InvalidArgumentError('ttl', `more than ${lockTtl - validityOf(lockTtl, 0, this.options.driftFactor)} ms (the drift allowance)`, lockTtl);
@@ -451,6 +461,7 @@ export class Redlock implements LockOwner {
    */
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
     const newTtl = checkTtl(ttl ?? lock.ttl);
+    if (newTtl > this.longestTtl) this.longestTtl = newTtl;
     if (lock.isLost) throw new LockLostError(lock.resources, 'expired');
     const entry = this.releasable.get(lock);
     if (!entry || !this.held.has(lock)) throw new LockLostError(lock.resources, 'released');

@@ -231,21 +231,24 @@ describe('a paused holder (issue 18.15)', () => {
 describe('node failures and odd replies (issues 18.7, 18.13)', () => {
   it('a write that throws fails that command only: the node is not left counted as hung', async () => {
     const own = fleet.urls.map((url) => new Redis(url));
-    const redlock = client({ nodes: own, retryCount: 0 });
-    await redlock.acquire('warm', 5000).then((l) => l.release());
-    const evalsha = own[0]!.evalsha.bind(own[0]!);
-    own[0]!.evalsha = (() => {
-      throw new Error('cannot encode');
-    }) as never;
-    const lock = await redlock.acquire('one-throws', 5000); // 2 of 3 still make a quorum
-    await lock.release();
-    own[0]!.evalsha = evalsha;
-    expect((await redlock.ping()).map((n) => n.status)).toEqual(['up', 'up', 'up']);
-    await Promise.all([fleet.pause(1), fleet.pause(2)]);
-    await expect(redlock.acquire('needs-0', 5000)).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
-    expect((await redlock.ping(100))[0]!.status).toBe('up'); // node 0 counts: nothing of the throw is left
-    await redlock.close();
-    own.forEach((c) => c.disconnect());
+    try {
+      const redlock = client({ nodes: own, retryCount: 0 });
+      await redlock.acquire('warm', 5000).then((l) => l.release());
+      const evalsha = own[0]!.evalsha.bind(own[0]!);
+      own[0]!.evalsha = (() => {
+        throw new Error('cannot encode');
+      }) as never;
+      const lock = await redlock.acquire('one-throws', 5000); // 2 of 3 still make a quorum
+      await lock.release();
+      own[0]!.evalsha = evalsha;
+      expect((await redlock.ping()).map((n) => n.status)).toEqual(['up', 'up', 'up']);
+      await Promise.all([fleet.pause(1), fleet.pause(2)]);
+      await expect(redlock.acquire('needs-0', 5000)).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      expect((await redlock.ping(100))[0]!.status).toBe('up'); // node 0 counts: nothing of the throw is left
+      await redlock.close();
+    } finally {
+      own.forEach((c) => c.disconnect());
+    }
   });
 
   it('words error replies (out of memory) as errors, not as nodes that did not answer in time', async () => {

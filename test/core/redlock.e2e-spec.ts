@@ -299,7 +299,8 @@ describe('node failures', () => {
   });
 
   it('a hung node killed with commands in flight and restarted is counted again', async () => {
-    const redlock = client({ nodeTimeout: 50 });
+    // Not about the restart guard (on by default, it would keep the restarted node out for the ttl).
+    const redlock = client({ nodeTimeout: 50, restartGuard: 0 });
     await redlock.acquire('warm', 5000).then((l) => l.release());
     await fleet.pause(4);
     await (await redlock.acquire('in-flight', 5000)).release(); // node 4 left unanswered
@@ -318,7 +319,7 @@ describe('node failures', () => {
     // Clients of another copy of ioredis, set up as the library sets up its own.
     const own = fleet.urls.map((url) => new OtherRedis(url, { autoResendUnfulfilledCommands: false, enableOfflineQueue: false }));
     expect(own[0]).not.toBeInstanceOf(Redis);
-    const redlock = client({ nodes: own, nodeTimeout: 50 });
+    const redlock = client({ nodes: own, nodeTimeout: 50, restartGuard: 0 });
     try {
       await until(() => own.every((c) => c.status === 'ready'), 'the clients connected');
       await redlock.acquire('warm', 5000).then((l) => l.release());
@@ -479,10 +480,35 @@ describe('restart guard', () => {
     await expect(longLived.acquire('guarded', 10_000)).rejects.toBeInstanceOf(ResourceBusyError);
 
     // Without the guard the same acquisition succeeds: two holders at once.
-    const unguarded = client({ retryCount: 0 });
+    const unguarded = client({ retryCount: 0, restartGuard: 0 });
     const b = await unguarded.acquire('guarded', 10_000);
     expect(a.isHeld && b.isHeld).toBe(true);
     await Promise.all([a.release(), b.release()]);
+  });
+});
+
+describe('restart guard by default (issue 18.16)', () => {
+  it('counts freshly started nodes at once, and keeps a node it saw restart empty out for the longest ttl it used', async () => {
+    const holder = client({ retryCount: 0 });
+    const watcher = client({ retryCount: 0 }); // defaults: restartGuard 'auto'
+    await watcher.ready();
+    // Cold start: the fleet's nodes are young, yet counted (no restart was seen).
+    const a = await holder.acquire('amnesia', 10_000);
+    await until(() => onEveryNode(raw, 'redlock:lock:amnesia'), 'the keys everywhere');
+    await watcher.acquire('other', 10_000).then((l) => l.release()); // the watcher has used a 10 s ttl
+    // A holds {0, 1, 2} only; node 2 crashes and comes back empty while the watcher is connected.
+    await Promise.all([3, 4].map((i) => raw[i]!.del('redlock:lock:amnesia')));
+    const events: LockEvent[] = [];
+    watcher.subscribe((e) => events.push(e));
+    await fleet.kill(2);
+    await fleet.restart(2);
+    await until(() => events.some((e) => e.type === 'node-restarted'), 'the restart seen');
+    expect(events.find((e) => e.type === 'node-restarted')).toMatchObject({ excludedFor: expect.any(Number) });
+    expect((events.find((e) => e.type === 'node-restarted') as { excludedFor: number }).excludedFor).toBeGreaterThan(8000);
+    const refused = await watcher.acquire('amnesia', 10_000).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ResourceBusyError);
+    expect(a.isHeld).toBe(true);
+    await a.release();
   });
 });
 

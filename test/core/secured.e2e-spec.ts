@@ -42,6 +42,10 @@ beforeAll(async () => {
     await checkedCommand(node.port, [
       'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all',
     ]);
+    // The same, without INFO (which the restart guard reads).
+    await checkedCommand(node.port, [
+      'ACL', 'SETUSER', 'noinfo', 'on', '>noinfo-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all', '-info',
+    ]);
   }
 });
 
@@ -82,6 +86,25 @@ describe('secured nodes', () => {
     expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
     expect([...named()].sort()).toEqual([...labels].sort());
     expect(JSON.stringify(events) + String(error)).not.toContain('tls-secret-z');
+  });
+
+  it('an ACL user that may not run INFO: the default guard says so and locks; an explicit guard says why no vote counts (issue 18.12)', async () => {
+    const nodes = aclFleet.nodes.map((n) => `redis://noinfo:noinfo-pw@127.0.0.1:${n.port}`);
+    const events: LockEvent[] = [];
+    const byDefault = new Redlock({ nodes, retryCount: 0, onEvent: (e) => events.push(e) });
+    const explicit = new Redlock({ nodes, retryCount: 0, restartGuard: 10_000, onEvent: (e) => events.push(e) });
+    try {
+      await (await byDefault.acquire('no-info', 5000)).release();
+      const refused = (await explicit.acquire('no-info', 5000).catch((e: unknown) => e)) as Error;
+      expect(refused).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      expect(refused.message).toMatch(/restart guard/);
+      const messages = events.filter((e) => e.type === 'node-error').map((e) => (e as { message: string }).message);
+      expect(messages.some((m) => /cannot read INFO.*count without the guard.*\+info/.test(m))).toBe(true);
+      expect(messages.some((m) => /cannot read INFO.*not counted.*\+info/.test(m))).toBe(true);
+      expect(events.some((e) => e.type === 'node-restarted')).toBe(false); // not reported as a restart
+    } finally {
+      await Promise.all([byDefault.close(), explicit.close()]);
+    }
   });
 
   it('works as an ACL user limited to the lock namespace', async () => {

@@ -500,6 +500,7 @@ describe('fault suite', () => {
     it('3a. every worker reaches every node: no guard', async () => {
       const o = await run('3a. 1 of 5 kill -9 + empty restart, no guard', {
         durationMs: 4300,
+        redlock: { restartGuard: 0 },
         schedule: async (ctx) => {
           for (const k of [0, 1, 2]) {
             await ctx.at(700 + k * 1200);
@@ -523,7 +524,7 @@ describe('fault suite', () => {
      * validity ends) while node 0, the only node both majorities share, is
      * killed and restarted empty: {0,3,4} is then a quorum for anyone else.
      */
-    async function asymmetric(fault: string, restartGuard: number): Promise<Outcome> {
+    async function asymmetric(fault: string, restartGuard: number | 'auto'): Promise<Outcome> {
       const cut = await Promise.all([0, 1, 2, 3, 4].map(() => TcpProxy.blackhole()));
       proxies.push(...cut);
       let restartMs = 40;
@@ -532,7 +533,7 @@ describe('fault suite', () => {
         durationMs: 4800,
         nodesFor: (id) =>
           id === 0 ? [0, 1, 2, 3, 4].map((i) => path(i, i <= 2)) : id === 1 ? [0, 1, 2, 3, 4].map((i) => path(i, i === 0 || i >= 3)) : fleet.urls,
-        redlock: restartGuard > 0 ? { restartGuard } : {},
+        redlock: { restartGuard },
         schedule: async (ctx) => {
           for (const t of [800, 2200, 3600]) {
             await ctx.at(t);
@@ -576,6 +577,14 @@ describe('fault suite', () => {
         const overtaken = o.sections.some((t) => t.token > h.token && t.store === 'ok' && t.end < h.held!.wokeAt);
         if (overtaken) expect(h.store).toBe('stale');
       }
+    });
+
+    it("3d. same with the default restart guard ('auto': the longest ttl the client used)", async () => {
+      const o = await asymmetric("3d. 3b with the default restartGuard 'auto'", 'auto');
+      const held = o.sections.filter((s) => s.held);
+      o.notes.unshift(`holder kept inside ${held.length}x: its write ${held.map((s) => s.store).join('/')}`);
+      expect(held.length).toBeGreaterThan(0);
+      expectSafe(o);
     });
 
     it(`3c. same with the restart guard on (restartGuard: ${RESTART_GUARD_MS} ms)`, async () => {

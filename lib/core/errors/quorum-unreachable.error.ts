@@ -28,6 +28,7 @@ function failureOf(attempt: AttemptReport | undefined, quorum: number): string {
   const outcomes = new Set(attempt?.nodes.map((node) => node.outcome));
   const errors = outcomes.has('error');
   const late = outcomes.has('timeout') || outcomes.has('pending');
-  const what = errors && !late ? 'failed with errors or could not be reached' : errors ? 'failed or did not answer in time' : 'did not answer in time';
-  return `too many nodes ${what} for a quorum of ${quorum}`;
+  const what = errors && !late ? 'failed with errors or could not be reached' : errors ? 'failed or did not answer in time' : late ? 'did not answer in time' : 'were left out';
+  const guarded = outcomes.has('excluded') ? ' (nodes that restarted recently are left out by the restart guard)' : '';
+  return `too many nodes ${what} for a quorum of ${quorum}${guarded}`;
 }
