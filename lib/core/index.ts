@@ -4,7 +4,7 @@ export type { HolderIdentity } from './holder.js';
 export type { ResourceInspection, NodeInspection } from './inspection.js';
 export type { NodeHealth } from './node-health.js';
 export type { LostStream, LostObserver } from './lost-stream.js';
-export type { NodeSpec, RedisClient } from './node.js';
+export type { IoredisClientLike, NodeSpec, RedisClient } from './node.js';
 export type { RedlockOptions, AcquireOptions, RetryOptions, AutoExtendOptions } from './options.js';
 export { MAX_TTL } from './options.js';
 export { MAX_RESOURCE_LENGTH, MAX_RESOURCES } from './keys.js';

@@ -9,11 +9,24 @@ const REFUSED = [0, -1];
 export type RedisClient = Redis | Cluster;
 
 /**
+ * An ioredis client of any copy of the package, typed by shape: an
+ * application's own ioredis (another version, or another copy of the same one)
+ * has classes TypeScript will not take for the library's, since they carry
+ * private members. This is what the client checks for at run time too.
+ */
+export interface IoredisClientLike {
+  readonly isCluster: boolean;
+  readonly status: string;
+  sendCommand(...args: any[]): unknown;
+  evalsha(...args: any[]): Promise<unknown>;
+}
+
+/**
  * One Redlock node, as given by the user: an ioredis client (left open by
  * `close()`), a connection URL or an ioredis options object (connected and
  * closed by the lock client).
  */
-export type NodeSpec = RedisClient | string | RedisOptions;
+export type NodeSpec = RedisClient | IoredisClientLike | string | RedisOptions;
 
 /** Settings the client applies to connections it opens itself (overridable per node). */
 const OWNED_DEFAULTS: RedisOptions = {

@@ -9,6 +9,8 @@ import request from 'supertest';
 import { AppModule } from '../src/app.module.js';
 import { TICK_RESOURCE, TickJob } from '../src/tick.job.js';
 import { startNode, type RedisNode } from './redis-spawner.js'; // copied in by scripts/consumers.mjs
+// The application's own ioredis, another copy of the package than the library's (an npm alias here).
+import { Redis as AppRedis } from 'app-ioredis';
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -60,6 +62,21 @@ describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
     expect(on('acquired')).toHaveLength(2);
     // The release may land just after the response went out.
     await until(() => on('released').length === 2, 3000, "two 'released' events for item:42");
+  });
+
+  it("a second instance on the application's own ioredis client (another copy) shares the lock and leaves the client open", async () => {
+    const own = new AppRedis(redis!.url);
+    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
+    await other.listen(0, '127.0.0.1');
+    try {
+      const otherBase = await other.getUrl();
+      const answers = await Promise.all([request(base).post('/items/99'), request(otherBase).post('/items/99')]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      await other.close();
+    }
+    expect(own.status).toBe('ready'); // the application's client is the application's to close
+    own.disconnect();
   });
 
   it('the locked cron job runs under its lock', async () => {
