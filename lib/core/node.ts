@@ -270,7 +270,8 @@ export class LockNode {
    * otherwise the socket is corked until the end of this tick, so that the
    * commands of many concurrent locks share one write.
    */
-  send(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done): void {
+  send(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done, timeout?: number): void {
+    const fallbackUntil = timeout === undefined ? Infinity : performance.now() + timeout;
     let open = true;
     const settle: Done = (error, reply) => {
       if (!open) return;
@@ -286,7 +287,7 @@ export class LockNode {
     // the node would count as hung from then on.
     const write = (cork: boolean) => {
       try {
-        this.write(command, keys, args, settle, cork);
+        this.write(command, keys, args, settle, cork, fallbackUntil);
       } catch (error) {
         settle(error instanceof Error ? error : new Error(String(error)));
       }
@@ -305,13 +306,20 @@ export class LockNode {
     );
   }
 
-  private write(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done, cork: boolean): void {
+  private write(
+    command: Command,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    done: Done,
+    cork: boolean,
+    fallbackUntil: number,
+  ): void {
     const stream = cork && this.kind === 'standalone' ? (this.client as Redis).stream : undefined;
     if (stream && !stream.writableCorked) {
       stream.cork();
       process.nextTick(() => stream.uncork());
     }
-    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, args, done);
+    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, args, done, fallbackUntil);
     (this.client as Redis).set(keys[0]!, args[0]!, 'PX', args[1]!, 'NX').then(
       (reply) => done(undefined, reply === 'OK' ? TAKEN : REFUSED),
       (error: unknown) => done(error ?? new Error('SET NX failed')),

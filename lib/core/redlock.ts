@@ -318,7 +318,8 @@ export class Redlock implements LockOwner {
       if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
       const round = await broadcast(
         this.#nodes,
-        (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done),
+        // A NOSCRIPT answered after the node timeout gets no EVAL: the undo may be on its way.
+        (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done, nodeTimeout),
         acquireVerdict,
         this.quorum,
         nodeTimeout,

@@ -34,11 +34,18 @@ export function sendScript(
   keys: readonly string[],
   args: readonly (string | number)[],
   done: Done,
+  /**
+   * `performance.now()` after which the NOSCRIPT fallback is not sent: by then
+   * the caller has counted this node as timed out and may have sent the undo,
+   * which a late EVAL would overtake (leaving a key nobody holds).
+   */
+  fallbackUntil = Infinity,
 ): void {
   const failed = (error: unknown) => done(error ?? new Error(`${script.name} failed`));
   const answered = (reply: unknown) => done(undefined, reply);
   client.evalsha(script.sha, keys.length, ...keys, ...args).then(answered, (error: unknown) => {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
+    if (performance.now() > fallbackUntil) return failed(new Error(`${error.message} (answered too late to send the script)`));
     client.eval(script.lua, keys.length, ...keys, ...args).then(answered, failed);
   });
 }

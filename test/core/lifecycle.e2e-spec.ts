@@ -13,6 +13,8 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { TcpProxy } from '../faults/tcp-proxy.js';
+import { RELEASE } from '../../lib/core/scripts.js';
 
 let fleet: RedisFleet;
 let raw: Redis[];
@@ -307,5 +309,39 @@ describe('a split vote (issue 18.17)', () => {
     const error = await other.acquire('held', 5000).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'RESOURCE_BUSY', splitVote: false, attempts: [expect.anything()] });
     await held.release();
+  });
+});
+
+describe('after a SCRIPT FLUSH (issue 18.12)', () => {
+  it('an acquire whose NOSCRIPT comes back after the node timeout sends no late EVAL to overtake its undo', async () => {
+    // Node 0 is 100 ms away each way; the node timeout is 50 ms.
+    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100);
+    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
+    try {
+      const redlock = client({ nodes: [slow, fleet.urls[1]!, fleet.urls[2]!], nodeTimeout: 50, retryCount: 0 });
+      await redlock.ready();
+      // Node 0 lost its scripts (SCRIPT FLUSH, a restart) but has the release script again (another lock's fallback).
+      await raw[0]!.script('FLUSH');
+      await raw[0]!.script('LOAD', RELEASE.lua);
+      // Held elsewhere on nodes 1 and 2: the attempt fails, and its undo goes to node 0, which timed out.
+      await Promise.all([1, 2].map((i) => raw[i]!.set('redlock:lock:noscript', 'someone-else', 'PX', 10_000)));
+      const evals: unknown[] = [];
+      const evalOf = slow.eval.bind(slow) as (...args: unknown[]) => Promise<unknown>;
+      slow.eval = ((...args: unknown[]) => (evals.push(args[0]), evalOf(...args))) as never;
+      const evalshaOf = slow.evalsha.bind(slow) as (...args: unknown[]) => Promise<unknown>;
+      let noscript: Promise<unknown> | undefined;
+      slow.evalsha = ((...args: unknown[]) => {
+        const reply = evalshaOf(...args);
+        noscript ??= reply.catch(() => undefined);
+        return reply;
+      }) as never;
+      await expect(redlock.acquire('noscript', 5000)).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
+      await noscript; // the acquire's NOSCRIPT is back (long after the 50 ms node timeout)
+      await new Promise((resolve) => setImmediate(resolve)); // its handler has run
+      expect(evals).toEqual([]); // no late acquire script that would set a key nobody holds
+    } finally {
+      slow.disconnect();
+      await proxy.stop();
+    }
   });
 });
