@@ -293,7 +293,7 @@ export class Redlock implements LockOwner {
     const fail = (error: LockError): never => {
       turn?.stop();
       // Any attempt a node refused queued this waiter there, turn or not.
-      if (waiter && attempts.length > 0) this.leaveQueue(keys, waiter, nodeTimeout);
+      if (waiter && attempts.length > 0) this.leaveQueue(keys, waiter, nodeTimeout, queuedOn);
       this.emit(
         error.code === 'RESOURCE_BUSY'
           ? { type: 'busy', at: Date.now(), resources: names, attempts: attempts.length, elapsed: performance.now() - started }
@@ -310,6 +310,8 @@ export class Redlock implements LockOwner {
     };
 
     let splitRetries = 0;
+    /** The nodes any attempt went to: where a waiter may be queued. */
+    const queuedOn: boolean[] = this.#nodes.map(() => false);
     for (let attempt = 1; ; attempt++) {
       if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
@@ -325,6 +327,7 @@ export class Redlock implements LockOwner {
         nodeTimeout,
         'quorum',
       );
+      round.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
       let reports = round.reports;
       let token: number | undefined;
       let taken = round.yes.length >= this.quorum;
@@ -420,8 +423,14 @@ export class Redlock implements LockOwner {
     }
   }
 
-  /** A waiter that gave up leaves the nodes' queues, and wakes the next waiter if it was first. */
-  private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number): void {
+  /**
+   * A waiter that gave up leaves the queues of every node an attempt went to,
+   * and wakes the next waiter if it was first. Sent to nodes that look hung too
+   * (queued behind their backlog): skipped, a node that was only slow under
+   * load would keep the waiter's reservation, and the resource refused, for
+   * the whole life of its queue entry.
+   */
+  private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number, queuedOn: readonly boolean[]): void {
     void broadcast(
       this.#nodes,
       (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
@@ -429,6 +438,7 @@ export class Redlock implements LockOwner {
       this.quorum,
       nodeTimeout,
       'all',
+      queuedOn,
     );
   }
 

@@ -345,3 +345,27 @@ describe('after a SCRIPT FLUSH (issue 18.12)', () => {
     }
   });
 });
+
+describe('a waiter that gives up (issue 18.12)', () => {
+  it('leaves the queue of a node that looked hung, instead of keeping its reservation there until the entry expires', async () => {
+    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100); // node 0: slower than the node timeout
+    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
+    try {
+      const holder = client({ retryCount: 0 });
+      const held = await holder.acquire('queued', 10_000);
+      // Its queue entries live 2 x (5000 + 50) + 100 ms: a leave that never came would show for 10 s.
+      const waiter = client({ nodes: [slow, fleet.urls[1]!, fleet.urls[2]!], nodeTimeout: 50, retryDelay: 5000, retryJitter: 0 });
+      await waiter.ready();
+      const controller = new AbortController();
+      const waiting = waiter.acquire('queued', 10_000, { signal: controller.signal });
+      await until(async () => (await raw[0]!.zcard('redlock:queue:queued')) === 1, 'the waiter queued on node 0');
+      controller.abort(); // gives up while its commands to node 0 are still unanswered
+      await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
+      await until(async () => (await raw[0]!.zcard('redlock:queue:queued')) === 0, 'the waiter gone from node 0', 3000);
+      await held.release();
+    } finally {
+      slow.disconnect();
+      await proxy.stop();
+    }
+  });
+});
