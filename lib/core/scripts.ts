@@ -172,6 +172,11 @@ if blocker or reserved then
       local t = redis.call('TIME')
       now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     end
+    -- The client's clock orders the queue (one order on every node), within a
+    -- second of this node's: a host whose clock is off cannot queue ahead of, or
+    -- behind, every other waiter for good.
+    local at = tonumber(since)
+    if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
     for i = 1, n do
       local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)

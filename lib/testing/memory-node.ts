@@ -381,10 +381,14 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
       if (blocker !== undefined || reserved) {
         if (fair && waiter !== undefined) {
           const ttl = Number(entryTtl);
+          // Within a second of the node's clock, as the script does.
+          const now = ops.clockMs();
+          const at = Number(since);
+          const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : since!;
           for (let i = 1; i <= n; i++) {
             const q = KEYS[q0 + 2 * i - 2]!;
             const d = KEYS[q0 + 2 * i - 1]!;
-            ops.zaddNx(q, since!, waiter);
+            ops.zaddNx(q, position, waiter);
             ops.hset(d, waiter, String(ops.clockMs() + ttl));
             ops.pexpire(q, entryTtl!);
             ops.pexpire(d, entryTtl!);
@@ -511,7 +515,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'fcc55a27370db005810c73a01899d31502a2e7aa',
+  acquire: '228649b51ae7400c4de0d2b63735caf77adff0bc',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',

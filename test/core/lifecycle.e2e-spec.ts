@@ -369,3 +369,30 @@ describe('a waiter that gives up (issue 18.12)', () => {
     }
   });
 });
+
+describe('a waiter whose host clock is far behind (issue 18.12)', () => {
+  it('queues within a second of the node clock, not a minute ahead of every other waiter', async () => {
+    const holder = client({ retryCount: 0 });
+    const held = await holder.acquire('skew', 10_000);
+    const skewed = client({ retryDelay: 5000, retryJitter: 0 });
+    const realNow = Date.now;
+    Date.now = () => realNow() - 60_000; // this host's clock: 60 s behind (read when the call begins)
+    const controller = new AbortController();
+    let waiting: Promise<unknown>;
+    try {
+      waiting = skewed.acquire('skew', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+    } finally {
+      Date.now = realNow;
+    }
+    await until(async () => (await raw[0]!.zcard('redlock:queue:skew')) === 1, 'the waiter queued');
+    const [, score] = await raw[0]!.zrange('redlock:queue:skew', 0, 0, 'WITHSCORES');
+    const [seconds, micros] = await raw[0]!.time();
+    const nodeNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    // At most a second ahead of the node's clock when it queued (which was before nodeNow).
+    expect(Number(score)).toBeGreaterThan(nodeNow - 1000 - 5000);
+    expect(Number(score)).toBeLessThanOrEqual(nodeNow + 1000);
+    controller.abort();
+    await waiting!;
+    await held.release();
+  });
+});
