@@ -54,7 +54,7 @@ export interface RedlockOptions extends RetryOptions {
    * this client sees (a new run id on a reconnect) keep the node out for the
    * longest ttl this client has used (`ttl` before its first lock); a number, ms: also a
    * node found younger than that at the first connection; `0`: off, for nodes
-   * that persist with `appendfsync always`. See the README's "Node restarts".
+   * that persist with `appendfsync always`. See the README's "Safety: what Redlock guarantees, and what it does not".
    */
   readonly restartGuard?: number | 'auto';
   /**
