@@ -85,6 +85,8 @@ export class LockNode {
    * how long the node has been silent.
    */
   private readonly pending = new Map<Done, number>();
+  /** Removes the listeners this node added to its client (see `listen`). */
+  private readonly listeners: (() => void)[] = [];
   /** Found hung, and not answered everything since (see `isStalled`). */
   private hung = false;
   private onHung: ((silentFor: number) => void) | undefined;
@@ -102,7 +104,8 @@ export class LockNode {
       // ioredis never settles it unless it resends it after the reconnect (off for
       // the connections this client opens): fail it now, or it would hang forever
       // and keep the node counted as hung.
-      client.on('close', () => this.failPending(new Error(`connection to ${this.label} closed before it answered`)));
+      const closed = () => this.failPending(new Error(`connection to ${this.label} closed before it answered`));
+      this.listen('close', closed);
     }
     if (typeof (client as Partial<Redis>).pipeline === 'function' && this.kind !== 'cluster') {
       const load = () => {
@@ -113,7 +116,7 @@ export class LockNode {
           () => undefined,
         );
       };
-      client.on('ready', load);
+      this.listen('ready', load);
       if (client.status === 'ready') load();
     }
     this.label = this.identity;
@@ -335,7 +338,14 @@ export class LockNode {
    * Closes the connection if the lock client opened it (politely, but without
    * waiting more than `timeout` ms on a hung node); leaves the user's clients open.
    */
+  /** Adds a listener to the client that close() removes (the user's clients outlive this node). */
+  private listen(event: string, listener: (...args: any[]) => void): void {
+    this.client.on(event, listener);
+    this.listeners.push(() => this.client.off(event, listener));
+  }
+
   async close(timeout: number): Promise<void> {
+    for (const remove of this.listeners.splice(0)) remove();
     if (!this.owned) return;
     // Whoever still waits for the first connection (a hung node) stops waiting.
     this.abandonFirst?.(new Error(`connection to ${this.label} closed before it was ready`));

@@ -385,7 +385,7 @@ describe('a waiter whose host clock is far behind (issue 18.12)', () => {
       Date.now = realNow;
     }
     await until(async () => (await raw[0]!.zcard('redlock:queue:skew')) === 1, 'the waiter queued');
-    const [, score] = await raw[0]!.zrange('redlock:queue:skew', 0, 0, 'WITHSCORES');
+    const [, score] = await raw[0]!.zrange('redlock:queue:skew', '0', '0', 'WITHSCORES');
     const [seconds, micros] = await raw[0]!.time();
     const nodeNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     // At most a second ahead of the node's clock when it queued (which was before nodeNow).
@@ -394,5 +394,24 @@ describe('a waiter whose host clock is far behind (issue 18.12)', () => {
     controller.abort();
     await waiting!;
     await held.release();
+  });
+});
+
+describe("the application's own clients (issue 18.11)", () => {
+  it('carry no listener of the lock client after close()', async () => {
+    const own = fleet.urls.map((url) => new Redis(url));
+    try {
+      await until(() => own.every((c) => c.status === 'ready'), 'the clients connected');
+      const count = () => own.map((c) => c.eventNames().reduce((n, e) => n + c.listenerCount(e), 0));
+      const before = count();
+      for (let i = 0; i < 3; i++) {
+        const redlock = new Redlock({ nodes: own, nodeTimeout: TEST_NODE_TIMEOUT });
+        await (await redlock.acquire('own', 5000)).release();
+        await redlock.close();
+      }
+      expect(count()).toEqual(before);
+    } finally {
+      own.forEach((c) => c.disconnect());
+    }
   });
 });
