@@ -1,10 +1,11 @@
 import { HttpException } from '@nestjs/common';
+import { STATUS_CODES } from 'node:http';
 import type { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 
-/** Answered by a busy `@Locked` HTTP handler: 409 Conflict unless configured otherwise. */
+/** Answered by a busy `@Locked` HTTP handler: 409 Conflict unless configured otherwise (the reason phrase follows the status). */
 export class LockBusyException extends HttpException {
   constructor(status: number, cause: ResourceBusyError) {
-    super({ statusCode: status, error: 'Conflict', message: 'The resource is locked by another request' }, status, {
+    super({ statusCode: status, error: STATUS_CODES[status] ?? 'Conflict', message: 'The resource is locked by another request' }, status, {
       cause,
     });
   }

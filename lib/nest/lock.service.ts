@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
-import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
@@ -10,15 +9,13 @@ import type { ResourceInspection } from '../core/inspection.js';
 import { Redlock } from '../core/redlock.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
-import type { LockedMetadata } from './locked.decorator.js';
+import type { LockedMetadata } from './locked.metadata.js';
 import type { LockedRunner } from './locked.registry.js';
 import { runLocked, type LockTaker } from './locked.runner.js';
 import { redlockLogger } from './redlock.logger.js';
-import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
+import type { ResolvedBusy } from './busy.js';
+import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
-
-/** A busy resource waits this long by default in `wait` mode, ms. */
-const DEFAULT_WAIT = 5000;
 
 /**
  * Locks in code, with the same behaviour as `@Locked`; and the stream of lock
@@ -114,20 +111,15 @@ export class LockService implements LockedRunner, LockTaker {
    * mode says skip (a `skipped` event is emitted), a `ResourceBusyError` when it
    * says throw.
    */
-  async take(resources: readonly string[], metadata: LockedMetadata, busy: BusyOptions): Promise<Lock | null> {
-    const mode = busy.mode ?? 'skip';
-    const wait = busy.wait ?? DEFAULT_WAIT;
-    if (mode === 'wait' && !(Number.isInteger(wait) && wait > 0)) {
-      throw new InvalidArgumentError(`${metadata.method} busy.wait`, 'a positive integer (ms)', wait);
-    }
+  async take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null> {
     try {
       return await this.client.acquire(resources, metadata.ttl, {
         autoExtend: true,
-        ...(mode === 'wait' ? { acquireTimeout: wait, retryCount: 1_000_000 } : { retryCount: 0 }),
+        ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
       });
     } catch (error) {
-      if (!(error instanceof ResourceBusyError) || mode === 'throw') throw error;
-      if (mode === 'wait' && busy.status !== undefined) throw error;
+      if (!(error instanceof ResourceBusyError) || busy.mode === 'throw') throw error;
+      if (busy.mode === 'wait' && busy.afterWait === 'throw') throw error;
       this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method });
       return null;
     }

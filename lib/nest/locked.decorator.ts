@@ -1,20 +1,11 @@
 import { checkTtl } from '../core/options.js';
 import { isObservable, type Observable } from 'rxjs';
+import { checkBusy } from './busy.js';
 import { checkKey, type LockKey } from './lock-key.js';
-import type { BusyOptions } from './redlock-module-options.interface.js';
-import { LOCKED_METADATA } from './redlock.constants.js';
+import { setLockedMetadata, type LockedMetadata, type LockedOptions } from './locked.metadata.js';
 import { runnerOf } from './locked.registry.js';
 
-export interface LockedOptions {
-  /** Busy behaviour for this method (overrides the module's default for its kind). */
-  readonly busy?: BusyOptions;
-  /**
-   * Keep the lock at least this long (ms) after the method started, even if it
-   * finished earlier: cron instances whose clocks differ a little then cannot
-   * run the same tick twice.
-   */
-  readonly lockAtLeastFor?: number;
-}
+export type { LockedMetadata, LockedOptions } from './locked.metadata.js';
 
 /**
  * The methods `@Locked` applies to. Taking a lock waits for the nodes, so a
@@ -31,19 +22,6 @@ export type LockedDecorator = <M extends LockableMethod>(
   propertyKey: string | symbol,
   descriptor: TypedPropertyDescriptor<M>,
 ) => void;
-
-/** What `@Locked` records on the method. */
-export interface LockedMetadata {
-  readonly key: LockKey;
-  readonly ttl: number | undefined;
-  readonly options: LockedOptions;
-  /** `ClassName.methodName`, for events and errors. */
-  readonly method: string;
-  /** The method's name on its class, where Nest records its parameter decorators. */
-  readonly propertyKey: string | symbol;
-  /** Declared to return an Observable (`design:returntype`): locked per subscription. */
-  readonly returnsObservable: boolean;
-}
 
 /**
  * Runs the method under a distributed lock, extended while it runs and
@@ -69,6 +47,7 @@ export function Locked<TArgs extends unknown[] = any[]>(
   checkKey(key);
   if (ttl !== undefined) checkTtl(ttl, '@Locked ttl');
   if (options.lockAtLeastFor !== undefined) checkTtl(options.lockAtLeastFor, '@Locked lockAtLeastFor');
+  checkBusy('@Locked busy', options.busy);
   return (target, propertyKey, descriptor) => {
     const original = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
     if (typeof original !== 'function') throw new TypeError('@Locked applies to methods only');
@@ -90,7 +69,7 @@ export function Locked<TArgs extends unknown[] = any[]>(
       Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), locked);
     }
     Object.defineProperty(locked, 'name', { value: original.name });
-    Reflect.defineMetadata(LOCKED_METADATA, metadata, locked);
+    setLockedMetadata(locked, metadata);
     descriptor.value = locked as unknown as typeof descriptor.value;
   };
 }

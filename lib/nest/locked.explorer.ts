@@ -1,8 +1,8 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockService } from './lock.service.js';
-import { registerLockedInstance } from './locked.registry.js';
-import { LOCKED_METADATA } from './redlock.constants.js';
+import { lockedMetadataOf } from './locked.metadata.js';
+import { registerLockedClass, registerLockedInstance } from './locked.registry.js';
 
 /**
  * Finds the providers and controllers with `@Locked` methods and ties each
@@ -20,13 +20,21 @@ export class LockedExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      const instance: unknown = wrapper.instance;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
-      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
-      const locked = this.scanner
-        .getAllMethodNames(prototype)
-        .some((name) => typeof prototype[name] === 'function' && Reflect.hasMetadata(LOCKED_METADATA, prototype[name] as object));
-      if (locked) registerLockedInstance(instance, this.locks);
+      if (wrapper.isDependencyTreeStatic()) {
+        const instance: unknown = wrapper.instance;
+        if (instance && typeof instance === 'object' && this.hasLocked(Object.getPrototypeOf(instance) as object)) {
+          registerLockedInstance(instance, this.locks);
+        }
+      } else {
+        // Request-scoped or transient: instances come later, one per request; their class is registered.
+        const prototype = (wrapper.metatype as { prototype?: unknown } | null)?.prototype;
+        if (prototype && typeof prototype === 'object' && this.hasLocked(prototype)) registerLockedClass(prototype, this.locks);
+      }
     }
+  }
+
+  private hasLocked(prototype: object): boolean {
+    const methods = prototype as Record<string, unknown>;
+    return this.scanner.getAllMethodNames(prototype).some((name) => lockedMetadataOf(methods[name]) !== undefined);
   }
 }

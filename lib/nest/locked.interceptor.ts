@@ -2,26 +2,27 @@ import { Injectable, type CallHandler, type ExecutionContext, type NestIntercept
 import type { Observable } from 'rxjs';
 import { withRequest } from './lock-context.js';
 import type { LockKeyContext } from './lock-key.js';
-import { LOCKED_METADATA } from './redlock.constants.js';
+import { lockedMetadataOf } from './locked.metadata.js';
 
 /**
  * Puts the request of a `@Locked` controller handler in scope for the
  * handler's method wrapper, which takes the lock after pipes ran (keys from
  * the arguments the handler receives) and holds it until the handler's
  * result settles, or its stream completes, errors or is unsubscribed.
- * Members are protected so that it can be subclassed.
+ * `RedlockModule` registers it globally (APP_INTERCEPTOR); it is not meant to
+ * be subclassed or bound again.
  */
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const metadata = Reflect.getMetadata(LOCKED_METADATA, context.getHandler()) as object | undefined;
+    const metadata = lockedMetadataOf(context.getHandler());
     if (!metadata) return next.handle();
     // Nest binds the rest of the call (pipes, handler) to the async context of handle().
     return withRequest({ metadata, type: context.getType<string>(), request: this.keyContext(context) }, () => next.handle());
   }
 
   /** What `@Locked` templates and key functions see of the request, before pipes. */
-  protected keyContext(context: ExecutionContext): Omit<LockKeyContext, 'args'> {
+  private keyContext(context: ExecutionContext): Omit<LockKeyContext, 'args'> {
     switch (context.getType<string>()) {
       case 'http': {
         const request = context.switchToHttp().getRequest();

@@ -1,4 +1,4 @@
-import type { LockedMetadata } from './locked.decorator.js';
+import type { LockedMetadata } from './locked.metadata.js';
 
 /** Runs a `@Locked` method call (implemented by `LockService`). */
 export interface LockedRunner {
@@ -16,8 +16,18 @@ export function registerLockedInstance(instance: object, runner: LockedRunner): 
   runners.set(instance, runner);
 }
 
+/**
+ * Request-scoped (and transient) providers get a new instance per request,
+ * made after the module started: their class (its prototype) is registered
+ * instead. Several applications in one process that share such a class use
+ * the last one registered.
+ */
+export function registerLockedClass(prototype: object, runner: LockedRunner): void {
+  runners.set(prototype, runner);
+}
+
 export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunner {
-  const runner = instance && runners.get(instance);
+  const runner = instance && (runners.get(instance) ?? runners.get(Object.getPrototypeOf(instance) as object));
   if (!runner) {
     throw new Error(
       `@Locked ${metadata.method} was called on an instance that no RedlockModule manages ` +

@@ -9,15 +9,16 @@ import { heldInScope, heldLocks, requestFor, withLock, type RequestScope } from 
 import { afterPipes, resolveKey, type RouteArgs } from './lock-key.js';
 import { LockBusyException } from './lock-busy.exception.js';
 import { LockUnavailableException } from './lock-unavailable.exception.js';
-import type { LockedMetadata } from './locked.decorator.js';
-import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { resolveBusy, type ResolvedBusy } from './busy.js';
+import type { LockedMetadata } from './locked.metadata.js';
+import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 
 /** Where Nest records a handler's parameter decorators (`ROUTE_ARGS_METADATA`, not exported by `@nestjs/common`'s index). */
 const ROUTE_ARGS_METADATA = '__routeArguments__';
 
 /** What the road needs from `LockService`. */
 export interface LockTaker {
-  take(resources: readonly string[], metadata: LockedMetadata, busy: BusyOptions): Promise<Lock | null>;
+  take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null>;
   settle(lock: Lock, metadata: LockedMetadata): void;
 }
 
@@ -42,7 +43,7 @@ export function runLocked(
   const outer = heldLocks();
   const call = () => original.apply(self, args);
   if (request) {
-    const busy: BusyOptions = { mode: 'throw', status: 409, ...options.controllerBusy, ...metadata.options.busy };
+    const busy = resolveBusy('controller', options.controllerBusy, metadata.options.busy);
     let resources: readonly string[];
     try {
       const routeArgs = Reflect.getMetadata(ROUTE_ARGS_METADATA, self.constructor, metadata.propertyKey) as RouteArgs | undefined;
@@ -59,7 +60,7 @@ export function runLocked(
   }
   const resources = validateResources(resolveKey(metadata.key, { args }));
   if (heldInScope(resources, outer)) return call();
-  const busy: BusyOptions = { mode: 'skip', ...options.methodBusy, ...metadata.options.busy };
+  const busy = resolveBusy('method', options.methodBusy, metadata.options.busy);
   if (metadata.returnsObservable) return lockedStream(taker, metadata, resources, busy, outer, call, (error) => error);
   return lockedPromise(taker, metadata, resources, busy, outer, call);
 }
@@ -68,7 +69,7 @@ async function lockedPromise(
   taker: LockTaker,
   metadata: LockedMetadata,
   resources: readonly string[],
-  busy: BusyOptions,
+  busy: ResolvedBusy,
   outer: readonly Lock[],
   call: () => unknown,
 ): Promise<unknown> {
@@ -93,7 +94,7 @@ function lockedStream(
   taker: LockTaker,
   metadata: LockedMetadata,
   resources: readonly string[],
-  busy: BusyOptions,
+  busy: ResolvedBusy,
   outer: readonly Lock[],
   call: () => unknown,
   mapError: (error: unknown) => unknown,
@@ -150,9 +151,9 @@ function lockedStream(
 }
 
 /** A controller's lock that could not be taken, as the HTTP answer (other transports get the error itself). */
-function httpError(request: RequestScope, options: RedlockModuleOptions, busy: BusyOptions, error: unknown): unknown {
+function httpError(request: RequestScope, options: RedlockModuleOptions, busy: ResolvedBusy, error: unknown): unknown {
   if (request.type !== 'http') return error;
-  if (error instanceof ResourceBusyError) return new LockBusyException(busy.status ?? 409, error);
+  if (error instanceof ResourceBusyError) return new LockBusyException(busy.status, error);
   if (error instanceof QuorumUnreachableError) {
     return new LockUnavailableException(options.controllerUnavailable?.status ?? 503, error);
   }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
 import type { RedlockOptions } from '../core/options.js';
-import type { BusyOptions, RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { checkBusy, checkStatus } from './busy.js';
+import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 
 /**
  * Checks the Nest-only options and returns the client's options without them;
@@ -29,22 +30,4 @@ export function validateModuleOptions(options: RedlockModuleOptions): RedlockOpt
 function isLogger(logger: unknown): boolean {
   const candidate = logger as Record<string, unknown> | null;
   return typeof candidate === 'object' && candidate !== null && ['log', 'error', 'warn'].every((m) => typeof candidate[m] === 'function');
-}
-
-function checkStatus(name: string, status: number | undefined): void {
-  if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 599)) {
-    throw new InvalidArgumentError(name, 'an HTTP error status (400-599)', status);
-  }
-}
-
-function checkBusy(name: string, busy: BusyOptions | undefined): void {
-  if (busy === undefined) return;
-  if (typeof busy !== 'object' || busy === null) throw new InvalidArgumentError(name, 'an object', busy);
-  if (busy.mode !== undefined && !['skip', 'throw', 'wait'].includes(busy.mode)) {
-    throw new InvalidArgumentError(`${name}.mode`, "'skip', 'throw' or 'wait'", busy.mode);
-  }
-  if (busy.wait !== undefined && !(Number.isInteger(busy.wait) && busy.wait > 0)) {
-    throw new InvalidArgumentError(`${name}.wait`, 'a positive integer (ms)', busy.wait);
-  }
-  checkStatus(`${name}.status`, busy.status);
 }
