@@ -4,8 +4,6 @@ import type { RedlockModuleOptions } from './redlock-module-options.interface.js
 export const {
   ConfigurableModuleClass,
   MODULE_OPTIONS_TOKEN: REDLOCK_MODULE_OPTIONS,
-  OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<RedlockModuleOptions>({ moduleName: 'Redlock' })
   .setClassMethodName('forRoot')
   .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
