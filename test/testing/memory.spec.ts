@@ -10,7 +10,7 @@ import {
 } from '../../lib/index.js';
 import * as scripts from '../../lib/core/scripts.js';
 import { ACQUIRE, EXTEND, INSPECT, RELEASE } from '../../lib/core/scripts.js';
-import { IMPLEMENTED_SHAS, memoryNodeScripts } from '../../lib/testing/memory-node.js';
+import { IMPLEMENTED_SHAS, memoryNodeScripts } from '../../lib/testing/memory-scripts.js';
 import { asNodeSpecs, createMemoryNodes, createMemoryRedlock, MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour } from './lock-behaviour.js';
 import { until } from '../support/until.js';
@@ -41,7 +41,7 @@ describe('MemoryRedisNode', () => {
       (s): s is scripts.Script => typeof s === 'object' && s !== null && 'sha' in s && 'lua' in s,
     );
     expect(memoryNodeScripts().map((s) => s.name).sort()).toEqual(all.map((s) => s.name).sort());
-    // A changed script needs its twin in lib/testing/memory-node.ts reviewed, then this table updated.
+    // A changed script needs its twin in lib/testing/memory-scripts.ts reviewed, then this table updated.
     expect(Object.fromEntries(all.map((s) => [s.name, s.sha]))).toEqual(IMPLEMENTED_SHAS);
   });
 

@@ -1,0 +1,281 @@
+import { createHash } from 'node:crypto';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/scripts.js';
+import type { Ops } from './memory-data.js';
+
+/** A script argument as ioredis takes it. */
+export type Arg = string | number | Buffer;
+
+type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
+
+/** Lua's `tonumber` on a string: a number, or undefined (nil). */
+function luaNumber(text: string | null | undefined): number | undefined {
+  if (text === null || text === undefined || text.trim() === '') return undefined;
+  const value = Number(text);
+  return Number.isNaN(value) ? undefined : value;
+}
+
+/** Lua's `string.format('%.0f', n)`. */
+function formatInteger(n: number): string {
+  return n.toFixed(0);
+}
+
+/** The channel the scripts wake a waiter on: the prefix, then the waiter id's part before the first '.'. */
+function wakeChannel(prefix: string, waiter: string): string {
+  const dot = waiter.indexOf('.');
+  return prefix + (dot < 0 ? waiter : waiter.slice(0, dot));
+}
+
+/** ACQUIRE's arguments, read as the Lua reads them (its comment in lib/core/scripts.ts says what each is). */
+interface AcquireCall {
+  readonly value: string;
+  readonly ttl: string;
+  readonly fair: boolean;
+  readonly fencing: boolean;
+  /** Resources. */
+  readonly n: number;
+  /** Where the queue keys start (0-based). */
+  readonly q0: number;
+  /** From the queue spec; undefined for '-' (fair, without joining the queue). */
+  readonly waiter?: string;
+  readonly since?: string;
+  readonly entryTtl?: string;
+}
+
+function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireCall {
+  const spec = ARGV[2]!;
+  const fair = spec !== '';
+  const fencing = ARGV[3] !== undefined;
+  const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 2 : 0));
+  const [waiter, since, entryTtl] = spec === '-' ? [] : spec.split(' ');
+  return { value: ARGV[0]!, ttl: ARGV[1]!, fair, fencing, n, q0: fencing ? 2 * n : n, waiter, since, entryTtl };
+}
+
+/** Resource `i`'s queue and its deadlines (Lua's 1-based i). */
+function queueKeys(KEYS: readonly string[], call: AcquireCall, i: number): [queue: string, deadlines: string] {
+  return [KEYS[call.q0 + 2 * i - 2]!, KEYS[call.q0 + 2 * i - 1]!];
+}
+
+/**
+ * How many lock keys hold this value already, and the first held by another.
+ * A run that finds all keys with this value took them already (a resent
+ * command, or an earlier attempt whose undo was lost): they are set again.
+ */
+function scanLocks(ops: Ops, KEYS: readonly string[], call: AcquireCall): { mine: number; blocker?: number } {
+  let mine = 0;
+  for (let i = 0; i < call.n; i++) {
+    const v = ops.get(KEYS[i]!);
+    if (v === call.value) mine++;
+    else if (v !== null) return { mine, blocker: i };
+  }
+  return { mine };
+}
+
+/**
+ * Whether a free resource is reserved for a longer waiter whose entry is still
+ * fresh; stale heads are dropped on the way. (The Lua takes a single key with
+ * SET NX first and undoes it when reserved: the same outcome.)
+ */
+function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall): boolean {
+  for (let i = 1; i <= call.n; i++) {
+    const [q, d] = queueKeys(KEYS, call, i);
+    for (;;) {
+      const head = ops.zfirst(q);
+      if (head === undefined || head === call.waiter) break;
+      if ((luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) return true;
+      ops.zrem(q, head);
+      ops.hdel(d, head);
+    }
+  }
+  return false;
+}
+
+/** A refused waiter queues on every resource, at its first-attempt time within a second of the node's clock. */
+function joinQueues(ops: Ops, KEYS: readonly string[], call: AcquireCall): void {
+  const waiter = call.waiter!;
+  const ttl = Number(call.entryTtl);
+  const now = ops.clockMs();
+  const at = Number(call.since);
+  const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
+  for (let i = 1; i <= call.n; i++) {
+    const [q, d] = queueKeys(KEYS, call, i);
+    ops.zaddNx(q, position, waiter);
+    ops.hset(d, waiter, String(ops.clockMs() + ttl));
+    ops.pexpire(q, call.entryTtl!);
+    ops.pexpire(d, call.entryTtl!);
+  }
+}
+
+/** The fencing token of a lock just taken; counters are raised to it unless the lock was this value's already. */
+function fenceToken(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], call: AcquireCall, mine: number): number {
+  const { n } = call;
+  if (mine === n) {
+    let token = 0;
+    for (let i = n; i < 2 * n; i++) token = Math.max(token, luaNumber(ops.get(KEYS[i]!)) ?? 0);
+    return token;
+  }
+  // Above every counter and at least the client's clock in µs (ARGV[5]); every counter is raised to it.
+  const floor = Number(ARGV[4]);
+  let token = floor;
+  for (let i = n; i < 2 * n; i++) {
+    const c = luaNumber(ops.get(KEYS[i]!));
+    if (c !== undefined && c >= token) token = c + 1;
+  }
+  const text = token > floor ? formatInteger(token) : ARGV[4]!;
+  for (let i = n; i < 2 * n; i++) ops.set(KEYS[i]!, text, ARGV[3]!);
+  return token;
+}
+
+const acquire: Implementation = (ops, KEYS, ARGV) => {
+  const call = acquireCall(KEYS, ARGV);
+  const { mine, blocker } = scanLocks(ops, KEYS, call);
+  const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, KEYS, call);
+  if (blocker !== undefined || reserved) {
+    if (call.fair && call.waiter !== undefined) joinQueues(ops, KEYS, call);
+    return blocker !== undefined ? [0, ops.pttl(KEYS[blocker]!)] : [0, -3];
+  }
+  for (let i = 0; i < call.n; i++) ops.set(KEYS[i]!, call.value, call.ttl);
+  return call.fencing ? [1, fenceToken(ops, KEYS, ARGV, call, mine)] : [1, 0];
+};
+
+const confirmToken: Implementation = (ops, KEYS, ARGV) => {
+  const n = Number(ARGV[2]);
+  for (let i = 0; i < n; i++) if (ops.get(KEYS[i]!) !== ARGV[0]) return 0;
+  const token = Number(ARGV[1]);
+  for (let i = n; i < 2 * n; i++) {
+    const c = luaNumber(ops.get(KEYS[i]!)) ?? 0;
+    if (c < token) ops.set(KEYS[i]!, ARGV[1]!, ARGV[3]!);
+  }
+  return 1;
+};
+
+const extend: Implementation = (ops, KEYS, ARGV) => {
+  for (const key of KEYS) if (ops.get(key) !== ARGV[0]) return 0;
+  for (const key of KEYS) ops.pexpire(key, ARGV[1]!);
+  return 1;
+};
+
+const inspect: Implementation = (ops, KEYS) => [ops.get(KEYS[0]!), ops.pttl(KEYS[0]!), ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
+
+const fencedAccess: Implementation = (ops, KEYS, ARGV) => {
+  const token = luaNumber(ARGV[0]) ?? NaN;
+  const seen = luaNumber(ops.get(KEYS[1]!)) ?? 0;
+  if (token < seen) return [0, formatInteger(seen)];
+  if (token > seen) ops.set(KEYS[1]!, ARGV[0]!);
+  if (ARGV[1] === 'set') {
+    ops.set(KEYS[0]!, ARGV[2]!);
+    return [1, null];
+  } else if (ARGV[1] === 'del') {
+    ops.del(KEYS[0]!);
+    return [1, null];
+  }
+  return [1, ops.get(KEYS[0]!)];
+};
+
+const release: Implementation = (ops, KEYS, ARGV) => {
+  const fair = ARGV.length > 1;
+  const n = fair ? KEYS.length / 3 : KEYS.length;
+  const waiter = ARGV[2] ?? '';
+  let deleted = 0;
+  for (let i = 1; i <= n; i++) {
+    const freed = ops.get(KEYS[i - 1]!) === ARGV[0];
+    if (freed) {
+      ops.del(KEYS[i - 1]!);
+      deleted++;
+    }
+    if (fair) {
+      const q = KEYS[n + 2 * i - 2]!;
+      if (waiter !== '') {
+        ops.zrem(q, waiter);
+        ops.hdel(KEYS[n + 2 * i - 1]!, waiter);
+      }
+      if (freed) {
+        const head = ops.zfirst(q);
+        if (head !== undefined && head !== ARGV[3]) ops.publish(wakeChannel(ARGV[1]!, head), head);
+      }
+    }
+  }
+  return deleted;
+};
+
+const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
+  for (let i = 0; i < KEYS.length; i += 2) {
+    const first = ops.zfirst(KEYS[i]!);
+    ops.zrem(KEYS[i]!, ARGV[0]!);
+    ops.hdel(KEYS[i + 1]!, ARGV[0]!);
+    if (first === ARGV[0]) {
+      const head = ops.zfirst(KEYS[i]!);
+      if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
+    }
+  }
+  return 1;
+};
+
+/**
+ * The library's Lua scripts as JavaScript with the same semantics, step by
+ * step (the Lua is in lib/core/scripts.ts). Lua's 1-based KEYS[i] is keys[i - 1].
+ * The shared behavioural suite runs against both, so they cannot drift apart
+ * unnoticed; `IMPLEMENTED_SHAS` names the Lua text each was written from.
+ */
+const IMPLEMENTATIONS = new Map<Script, Implementation>([
+  [ACQUIRE, acquire],
+  [CONFIRM_TOKEN, confirmToken],
+  [EXTEND, extend],
+  [INSPECT, inspect],
+  [FENCED_ACCESS, fencedAccess],
+  [RELEASE, release],
+  [LEAVE_QUEUE, leaveQueue],
+]);
+
+const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, { script, run }]));
+
+/**
+ * SHA-1 of the Lua text each JavaScript twin above was written from. A test
+ * compares them with the scripts in lib/core/scripts.ts: when a script changes,
+ * its twin must be reviewed and this table updated.
+ */
+export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
+  acquire: '228649b51ae7400c4de0d2b63735caf77adff0bc',
+  'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
+  extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
+  inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
+  'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
+  release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
+  'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
+});
+
+/** The scripts a memory node runs, by name and current SHA. */
+export function memoryNodeScripts(): readonly Script[] {
+  return [...IMPLEMENTATIONS.keys()];
+}
+
+/** EVALSHA: NOSCRIPT unless `sha` is one of this library's scripts and `loaded` (by an EVAL) on this server. */
+export function evalSha(ops: Ops, loaded: ReadonlySet<string>, sha: string, numKeys: number | string, keysAndArgs: Arg[]): unknown {
+  const implementation = BY_SHA.get(String(sha).toLowerCase());
+  if (!implementation || !loaded.has(implementation.script.sha)) {
+    throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+  }
+  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+}
+
+/** The SHA-1 an EVAL of `lua` caches the script under. */
+export function scriptSha(lua: string): string {
+  return createHash('sha1').update(lua).digest('hex');
+}
+
+/** EVAL of one of this library's scripts, which `loaded` (the server's script cache) then holds; other scripts are refused. */
+export function evalLua(ops: Ops, loaded: Set<string>, sha: string, numKeys: number | string, keysAndArgs: Arg[]): unknown {
+  const implementation = BY_SHA.get(sha);
+  if (!implementation) {
+    throw new Error(`ERR MemoryRedisNode runs only nest-redlock's own scripts; this one (sha ${sha}) is not one of them`);
+  }
+  loaded.add(sha);
+  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+}
+
+function runImplementation(run: Implementation, ops: Ops, numKeys: number | string, keysAndArgs: Arg[]): unknown {
+  const n = Number(numKeys);
+  if (!Number.isInteger(n) || n < 0) throw new Error("ERR Number of keys can't be negative");
+  if (n > keysAndArgs.length) throw new Error("ERR Number of keys can't be greater than number of args");
+  const strings = keysAndArgs.map((a) => (Buffer.isBuffer(a) ? a.toString() : String(a)));
+  return run(ops, strings.slice(0, n), strings.slice(n));
+}
