@@ -236,9 +236,15 @@ describe('node failures', () => {
 
   it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
     const redlock = client({ fencing: false, fairWaiting: false });
+    await Promise.all(raw.map((r) => r.config('RESETSTAT')));
     await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up
-    // Decided at a quorum: wait for the last node's SET and release before counting.
-    await until(() => onEveryNode(raw, 'redlock:lock:warm', false), 'the warm-up done on every node');
+    // Decided at a quorum: wait for the last node's SET (a key already gone can also mean
+    // one not set yet) and its release, before counting.
+    await until(
+      async () => (await Promise.all(raw.map((r) => commandCalls(r, 'set')))).every((n) => n === 1),
+      'the warm-up SET on every node',
+    );
+    await until(() => onEveryNode(raw, 'redlock:lock:warm', false), 'the warm-up released on every node');
     const stats = () => Promise.all(raw.map(async (r) => [await commandCalls(r, 'set'), await commandCalls(r, 'evalsha')]));
     const before = await stats();
     const lock = await redlock.acquire('bare', 5000);
