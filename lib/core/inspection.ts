@@ -39,7 +39,7 @@ export function fingerprint(value: string): string {
 }
 
 /** Builds the inspection from each node's raw answer (value, pttl, counter, waiters) or failure. */
-export function summarize(
+export function inspectionOf(
   resource: string,
   quorum: number,
   answers: readonly ({ node: string; reply?: [string | null, number, string | null, number]; error?: string; timeout?: boolean })[],

@@ -11,7 +11,7 @@ import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
 import { KeyLayout, validateResources, type LockKeys } from './keys.js';
 import { encodeIdentity } from './holder.js';
-import { summarize, type ResourceInspection } from './inspection.js';
+import { inspectionOf, type ResourceInspection } from './inspection.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
@@ -607,7 +607,7 @@ export class Redlock implements LockOwner {
         }
       }),
     );
-    return summarize(name!, this.quorum, answers);
+    return inspectionOf(name!, this.quorum, answers);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { describe } from './errors/invalid-argument.error.js';
+import { describeValue } from './log-safe.js';
 import type { LockNode } from './node.js';
 import type { Done } from './scripts.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
@@ -134,7 +134,7 @@ export function broadcast(
           verdict = classify(reply, node);
         } catch {
           // Not a reply this script gives: never let it escape as an uncaught error.
-          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describe(reply)}` });
+          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describeValue(reply)}` });
           return;
         }
         record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
