@@ -302,13 +302,6 @@ export class LockNode {
     }
   }
 
-  /** `send` as a promise, for paths off the lock's hot path. */
-  run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) =>
-      this.send(script, keys, args, (error, reply) => (error === undefined ? resolve(reply) : reject(error))),
-    );
-  }
-
   private write(
     command: Command,
     keys: readonly string[],

@@ -11,7 +11,7 @@ import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
 import { KeyLayout, validateResources, type LockKeys } from './keys.js';
 import { encodeIdentity } from './holder.js';
-import { inspectionOf, type ResourceInspection } from './inspection.js';
+import { inspectionOf, type InspectReply, type ResourceInspection } from './inspection.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
@@ -318,15 +318,15 @@ export class Redlock implements LockOwner {
       const t0 = performance.now();
       // The fencing token's floor: this clock in µs, one value for every node.
       if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
-      const round = await broadcast(
-        this.#nodes,
+      const round = await broadcast({
+        nodes: this.#nodes,
         // A NOSCRIPT answered after the node timeout gets no EVAL: the undo may be on its way.
-        (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done, nodeTimeout),
-        acquireVerdict,
-        this.quorum,
-        nodeTimeout,
-        'quorum',
-      );
+        send: (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done, nodeTimeout),
+        classify: acquireVerdict,
+        quorum: this.quorum,
+        timeout: nodeTimeout,
+        until: 'quorum',
+      });
       round.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
       let reports = round.reports;
       let token: number | undefined;
@@ -384,15 +384,15 @@ export class Redlock implements LockOwner {
       const heard = round.late();
       const undo = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
       if (undo.includes(true)) {
-        await broadcast(
-          this.#nodes,
-          (node, done) => node.send(RELEASE, keys.release, undoArgs, done),
-          releaseVerdict,
-          this.quorum,
-          nodeTimeout,
-          'all',
-          undo,
-        );
+        await broadcast({
+          nodes: this.#nodes,
+          send: (node, done) => node.send(RELEASE, keys.release, undoArgs, done),
+          classify: releaseVerdict,
+          quorum: this.quorum,
+          timeout: nodeTimeout,
+          until: 'all',
+          targets: undo,
+        });
       }
 
       // Judged by every node's answer.
@@ -431,15 +431,15 @@ export class Redlock implements LockOwner {
    * the whole life of its queue entry.
    */
   private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number, queuedOn: readonly boolean[]): void {
-    void broadcast(
-      this.#nodes,
-      (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
-      releaseVerdict,
-      this.quorum,
-      nodeTimeout,
-      'all',
-      queuedOn,
-    );
+    void broadcast({
+      nodes: this.#nodes,
+      send: (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
+      classify: releaseVerdict,
+      quorum: this.quorum,
+      timeout: nodeTimeout,
+      until: 'all',
+      targets: queuedOn,
+    });
   }
 
   /**
@@ -483,14 +483,14 @@ export class Redlock implements LockOwner {
     const keys = entry.keys.locks;
     const args = [secretOf(lock), String(newTtl)];
     const t0 = performance.now();
-    const round = await broadcast(
-      this.#nodes,
-      (node, done) => node.send(EXTEND, keys, args, done),
-      heldVerdict,
-      this.quorum,
-      this.nodeTimeoutFor(newTtl),
-      'quorum',
-    );
+    const round = await broadcast({
+      nodes: this.#nodes,
+      send: (node, done) => node.send(EXTEND, keys, args, done),
+      classify: heldVerdict,
+      quorum: this.quorum,
+      timeout: this.nodeTimeoutFor(newTtl),
+      until: 'quorum',
+    });
     const attempt: AttemptReport = { attempt: 1, elapsed: round.elapsed, nodes: round.reports };
     const validity = validityOf(newTtl, round.elapsed, this.options.driftFactor);
     if (!this.held.has(lock)) throw new LockLostError(lock.resources, 'released');
@@ -531,17 +531,17 @@ export class Redlock implements LockOwner {
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
-    const round = await broadcast(
-      this.#nodes,
-      (node, done) => node.send(RELEASE, held.keys.release, args, done),
-      releaseVerdict,
-      this.quorum,
-      this.nodeTimeoutFor(lock.ttl),
+    const round = await broadcast({
+      nodes: this.#nodes,
+      send: (node, done) => node.send(RELEASE, held.keys.release, args, done),
+      classify: releaseVerdict,
+      quorum: this.quorum,
+      timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
       // write each, sent at once) and a slow or hung node is not waited for.
-      'quorum',
-      held.sentTo,
-    );
+      until: 'quorum',
+      targets: held.sentTo,
+    });
     if (!wasHeld) return; // lost already: reported then, and best effort now
     this.emit({
       type: 'released',
@@ -589,25 +589,19 @@ export class Redlock implements LockOwner {
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
     const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
-    const timeout = this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl);
-    const answers = await Promise.all(
-      this.#nodes.map(async (node) => {
-        let timer: NodeJS.Timeout | undefined;
-        try {
-          const reply = await Promise.race([
-            node.run(INSPECT, keys, []),
-            new Promise<'timeout'>((resolve) => (timer = setTimeout(resolve, timeout, 'timeout'))),
-          ]);
-          if (reply === 'timeout') return { node: node.label, timeout: true };
-          return { node: node.label, reply: reply as [string | null, number, string | null, number] };
-        } catch (error) {
-          return { node: node.label, error: error instanceof Error ? error.message : String(error) };
-        } finally {
-          clearTimeout(timer);
-        }
-      }),
-    );
-    return inspectionOf(name!, this.quorum, answers);
+    const replies = new Map<string, InspectReply>();
+    const round = await broadcast({
+      nodes: this.#nodes,
+      send: (node, done) => node.send(INSPECT, keys, [], done),
+      classify: (reply, node) => {
+      replies.set(node.label, reply as InspectReply);
+      return { outcome: 'ok' };
+      },
+      quorum: this.quorum,
+      timeout: this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl),
+      until: 'all',
+    });
+    return inspectionOf(name!, this.quorum, round.reports, replies);
   }
 
   /**
@@ -764,14 +758,14 @@ export class Redlock implements LockOwner {
     if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
     const others = this.#nodes.filter((_, i) => !agreeing.has(i));
     const confirmArgs = [value, String(token), String(scriptKeys.length / 2), String(this.options.fencingRetention)];
-    const confirm = await broadcast(
-      others,
-      (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, confirmArgs, done),
-      heldVerdict,
-      this.quorum - agreeing.size,
-      nodeTimeout,
-      'quorum',
-    );
+    const confirm = await broadcast({
+      nodes: others,
+      send: (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, confirmArgs, done),
+      classify: heldVerdict,
+      quorum: this.quorum - agreeing.size,
+      timeout: nodeTimeout,
+      until: 'quorum',
+    });
     const byLabel = new Map(confirm.reports.map((r) => [r.node, r]));
     const reports = this.#nodes.map((node, i) =>
       agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!,

@@ -40,6 +40,25 @@ export interface RoundResult {
  */
 export type Targets = 'live' | readonly boolean[];
 
+/** What `broadcast` reads of a node. */
+export type RoundNode = Pick<LockNode, 'label' | 'isStalled'>;
+
+/** One round: what to send to which nodes, how to count the answers, and when to decide. */
+export interface RoundOptions<N extends RoundNode> {
+  readonly nodes: readonly N[];
+  /** Sends the command to one node; `done` is called once with its reply or error. */
+  readonly send: (node: N, done: Done) => void;
+  /** How a reply counts; throwing marks a reply the command never gives (an `error` report). */
+  readonly classify: (reply: unknown, node: N) => Verdict;
+  /** Yes votes that decide the round (with `until: 'quorum'`). */
+  readonly quorum: number;
+  /** Ms after which a silent node counts as `timeout`. */
+  readonly timeout: number;
+  readonly until: 'quorum' | 'all';
+  /** Default `'live'`. */
+  readonly targets?: Targets;
+}
+
 /**
  * Sends one command to every node at once and decides as soon as the outcome
  * is known: with `until: 'quorum'`, when `quorum` nodes said yes or when that
@@ -49,15 +68,8 @@ export type Targets = 'live' | readonly boolean[];
  * serves the whole round.
  * Late answers are absorbed: no rejection escapes.
  */
-export function broadcast(
-  nodes: readonly LockNode[],
-  send: (node: LockNode, done: Done) => void,
-  classify: (reply: unknown, node: LockNode) => Verdict,
-  quorum: number,
-  timeout: number,
-  until: 'quorum' | 'all',
-  targets: Targets = 'live',
-): Promise<RoundResult> {
+export function broadcast<N extends RoundNode>(round: RoundOptions<N>): Promise<RoundResult> {
+  const { nodes, send, classify, quorum, timeout, until, targets = 'live' } = round;
   const started = performance.now();
   const n = nodes.length;
   const outcomes: (NodeReport | undefined)[] = new Array(n).fill(undefined);
