@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { decodeIdentity, type HolderIdentity } from './holder.js';
 import type { NodeReport } from './outcome.js';
+import type { InspectReply } from './scripts.js';
 
 /** What one node says of a resource. */
 export interface NodeInspection {
@@ -39,9 +40,6 @@ export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 12);
 }
 
-/** One node's INSPECT reply: its lock value or null, pttl, fence counter or null, waiters. */
-export type InspectReply = readonly [string | null, number, string | null, number];
-
 /** Builds the inspection from each node's report in the round, and the replies of those that answered. */
 export function inspectionOf(
   resource: string,
@@ -53,7 +51,7 @@ export function inspectionOf(
   const nodes = reports.map((report): NodeInspection => {
     const reply = report.outcome === 'ok' ? replies.get(report.node) : undefined;
     if (!reply) return { node: report.node, state: report.outcome === 'error' ? 'error' : 'timeout', error: report.error };
-    const [value, pttl, counter, waiters] = reply;
+    const { value, pttl, counter, waiters } = reply;
     const fencingCounter = counter === null ? undefined : Number(counter);
     if (value === null) return { node: report.node, state: 'free', fencingCounter, waiters };
     const holder = fingerprint(value);

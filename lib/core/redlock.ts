@@ -11,7 +11,7 @@ import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
 import { KeyLayout, validateResources, type LockKeys } from './keys.js';
 import { encodeIdentity } from './holder.js';
-import { inspectionOf, type InspectReply, type ResourceInspection } from './inspection.js';
+import { inspectionOf, type ResourceInspection } from './inspection.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import { LockNode, type NodeSpec } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
@@ -28,8 +28,8 @@ import {
 } from './options.js';
 import type { AttemptReport, NodeReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
-import { broadcast, type RoundResult, type Verdict } from './round.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, SET_NX } from './scripts.js';
+import { callRound, type RoundResult, type Verdict } from './round.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply, type InspectReply } from './scripts.js';
 import { RandomPool } from './random-pool.js';
 import { Turn } from './turn.js';
 import { judgeAttempt } from './judgement.js';
@@ -58,12 +58,12 @@ const VALUE_BYTES = 20;
 
 // A yes from a node that restarted inside the restart-guard window is not counted:
 // it may have lost another holder's key.
-const acquireVerdict = (reply: unknown, node: LockNode): Verdict => {
-  const [taken, value] = reply as [number, number];
-  return { outcome: taken !== 1 ? 'busy' : node.excluded ? 'excluded' : 'ok', value };
-};
-const heldVerdict = (reply: unknown, node: LockNode): Verdict => ({
-  outcome: reply !== 1 ? 'not-held' : node.excluded ? 'excluded' : 'ok',
+const acquireVerdict = ({ taken, value }: AcquireReply, node: LockNode): Verdict => ({
+  outcome: !taken ? 'busy' : node.excluded ? 'excluded' : 'ok',
+  value,
+});
+const heldVerdict = (held: boolean, node: LockNode): Verdict => ({
+  outcome: !held ? 'not-held' : node.excluded ? 'excluded' : 'ok',
 });
 const releaseVerdict = (): Verdict => ({ outcome: 'ok' });
 
@@ -275,15 +275,15 @@ export class Redlock implements LockOwner {
     const waiter = fair && retry.retryCount > 0 ? `${this.clientId}.${id}` : '';
     // A queue entry lives long enough to survive the wait until the next attempt.
     const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
-    const queueSpec = !fair ? '' : waiter ? `${waiter} ${queuePosition()} ${entryTtl}` : '-';
-    // Strings, made once: the five nodes' commands share them, and ioredis would
-    // convert each number again for each command. The last one, with fencing, is
-    // set for each attempt.
-    const acquireArgs = retention > 0 ? [value, String(lockTtl), queueSpec, String(retention), ''] : [value, String(lockTtl), queueSpec];
+    const acquireArgs: AcquireArgs = {
+      value,
+      ttl: lockTtl,
+      fair: !fair ? undefined : waiter ? { join: { waiter, since: queuePosition(), entryTtl } } : {},
+    };
     // The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it.
-    const undoArgs = fair ? [value, this.wakePrefix, '', waiter] : [value];
+    const undo = RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix: this.wakePrefix, undoneBy: waiter } : undefined });
     // The plain protocol on one resource needs no script: the wire's floor.
-    const acquireCommand = names.length === 1 && retention === 0 && !fair && !this.clustered ? SET_NX : ACQUIRE;
+    const plain = names.length === 1 && retention === 0 && !fair && !this.clustered;
     const attempts: AttemptReport[] = [];
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
@@ -316,16 +316,20 @@ export class Redlock implements LockOwner {
       if (this.closed) fail(new ClientClosedError(names));
       if (signal?.aborted) fail(new LockAbortedError(names, signal.reason));
       const t0 = performance.now();
-      // The fencing token's floor: this clock in µs, one value for every node.
-      if (retention > 0) acquireArgs[4] = String(Date.now() * 1000);
-      const round = await broadcast({
+      const call = plain
+        ? SET_NX.call(keys.acquire, acquireArgs)
+        : ACQUIRE.call(keys.acquire, {
+            ...acquireArgs,
+            // The fencing token's floor: this clock in µs, one value for every node.
+            fencing: retention > 0 ? { retention, floor: Date.now() * 1000 } : undefined,
+          });
+      const round = await callRound(call, acquireVerdict, {
         nodes: this.#nodes,
-        // A NOSCRIPT answered after the node timeout gets no EVAL: the undo may be on its way.
-        send: (node, done) => node.send(acquireCommand, keys.acquire, acquireArgs, done, nodeTimeout),
-        classify: acquireVerdict,
         quorum: this.quorum,
         timeout: nodeTimeout,
         until: 'quorum',
+        // A NOSCRIPT answered after the node timeout gets no EVAL: the undo may be on its way.
+        fallbackWithin: nodeTimeout,
       });
       round.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
       let reports = round.reports;
@@ -382,16 +386,14 @@ export class Redlock implements LockOwner {
       // node that timed out gets one too: a late SET must not survive.
       await round.settled;
       const heard = round.late();
-      const undo = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
-      if (undo.includes(true)) {
-        await broadcast({
+      const undoOn = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
+      if (undoOn.includes(true)) {
+        await callRound(undo, releaseVerdict, {
           nodes: this.#nodes,
-          send: (node, done) => node.send(RELEASE, keys.release, undoArgs, done),
-          classify: releaseVerdict,
           quorum: this.quorum,
           timeout: nodeTimeout,
           until: 'all',
-          targets: undo,
+          targets: undoOn,
         });
       }
 
@@ -431,10 +433,8 @@ export class Redlock implements LockOwner {
    * the whole life of its queue entry.
    */
   private leaveQueue(keys: LockKeys, waiter: string, nodeTimeout: number, queuedOn: readonly boolean[]): void {
-    void broadcast({
+    void callRound(LEAVE_QUEUE.call(keys.queues, { waiter, wakePrefix: this.wakePrefix }), releaseVerdict, {
       nodes: this.#nodes,
-      send: (node, done) => node.send(LEAVE_QUEUE, keys.queues, [waiter, this.wakePrefix], done),
-      classify: releaseVerdict,
       quorum: this.quorum,
       timeout: nodeTimeout,
       until: 'all',
@@ -480,13 +480,9 @@ export class Redlock implements LockOwner {
       this.lost(lock, 'expired');
       throw new LockLostError(lock.resources, 'expired');
     }
-    const keys = entry.keys.locks;
-    const args = [secretOf(lock), String(newTtl)];
     const t0 = performance.now();
-    const round = await broadcast({
+    const round = await callRound(EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl }), heldVerdict, {
       nodes: this.#nodes,
-      send: (node, done) => node.send(EXTEND, keys, args, done),
-      classify: heldVerdict,
       quorum: this.quorum,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
@@ -530,11 +526,9 @@ export class Redlock implements LockOwner {
     const wasHeld = this.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const args = this.options.fairWaiting ? [secretOf(lock), this.wakePrefix, held.queuedAs] : [secretOf(lock)];
-    const round = await broadcast({
+    const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
+    const round = await callRound(RELEASE.call(held.keys.release, { value: secretOf(lock), fair }), releaseVerdict, {
       nodes: this.#nodes,
-      send: (node, done) => node.send(RELEASE, held.keys.release, args, done),
-      classify: releaseVerdict,
       quorum: this.quorum,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
@@ -590,13 +584,12 @@ export class Redlock implements LockOwner {
     const [name] = validateResources(resource);
     const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
     const replies = new Map<string, InspectReply>();
-    const round = await broadcast({
-      nodes: this.#nodes,
-      send: (node, done) => node.send(INSPECT, keys, [], done),
-      classify: (reply, node) => {
-      replies.set(node.label, reply as InspectReply);
+    const record = (reply: InspectReply, node: LockNode): Verdict => {
+      replies.set(node.label, reply);
       return { outcome: 'ok' };
-      },
+    };
+    const round = await callRound(INSPECT.call(keys, undefined), record, {
+      nodes: this.#nodes,
       quorum: this.quorum,
       timeout: this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl),
       until: 'all',
@@ -757,11 +750,9 @@ export class Redlock implements LockOwner {
     const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
     if (agreeing.size >= this.quorum) return { ok: true, token, reports: round.reports };
     const others = this.#nodes.filter((_, i) => !agreeing.has(i));
-    const confirmArgs = [value, String(token), String(scriptKeys.length / 2), String(this.options.fencingRetention)];
-    const confirm = await broadcast({
+    const call = CONFIRM_TOKEN.call(scriptKeys, { value, token, locks: scriptKeys.length / 2, retention: this.options.fencingRetention });
+    const confirm = await callRound(call, heldVerdict, {
       nodes: others,
-      send: (node, done) => node.send(CONFIRM_TOKEN, scriptKeys, confirmArgs, done),
-      classify: heldVerdict,
       quorum: this.quorum - agreeing.size,
       timeout: nodeTimeout,
       until: 'quorum',

@@ -1,6 +1,6 @@
 import { describeValue } from './log-safe.js';
 import type { LockNode } from './node.js';
-import type { Done } from './scripts.js';
+import type { Call, Done } from './script.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
 /** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
@@ -157,5 +157,21 @@ export function broadcast<N extends RoundNode>(round: RoundOptions<N>): Promise<
         done(error ?? new Error('send failed'));
       }
     });
+  });
+}
+
+/** A round of one call, sent to every node: each reply decoded by the call, then counted by `verdict`. */
+export function callRound<R>(
+  call: Call<R>,
+  verdict: (reply: R, node: LockNode) => Verdict,
+  round: Omit<RoundOptions<LockNode>, 'send' | 'classify'> & {
+    /** Ms after which a NOSCRIPT answer gets no EVAL (see `sendScript`); default: always sent. */
+    readonly fallbackWithin?: number;
+  },
+): Promise<RoundResult> {
+  return broadcast({
+    ...round,
+    send: (node, done) => node.send(call, done, round.fallbackWithin),
+    classify: (reply, node) => verdict(call.decode(reply), node),
   });
 }
