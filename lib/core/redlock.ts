@@ -1,20 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
-import { attemptAcquire, type AttemptOutcome, type NodeSet } from './acquire-attempt.js';
-import { planAcquire, type AcquirePlan, type PlanContext } from './acquire-plan.js';
-import { ClientClosedError } from './errors/client-closed.error.js';
+import type { NodeSet } from './acquire-attempt.js';
+import { AcquireLoop } from './acquire-loop.js';
+import { planAcquire, type PlanContext } from './acquire-plan.js';
+import { Closing } from './closing.js';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
-import { LockAbortedError } from './errors/lock-aborted.error.js';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
-import { ResourceBusyError } from './errors/resource-busy.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
 import { HeldLocks } from './held-locks.js';
 import { encodeIdentity } from './holder.js';
 import { inspectionOf, type ResourceInspection } from './inspection.js';
-import { judgeAttempt, nextStep, SPLIT_JITTER } from './judgement.js';
 import { KeyLayout, validateResources } from './keys.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import type { LockNode } from './node.js';
@@ -23,23 +20,15 @@ import { buildNodes } from './node-specs.js';
 import { connectQuorum, watchNodes } from './node-watch.js';
 import { checkAcquireOptions, checkDelay, checkTtl, resolveOptions, type AcquireOptions, type RedlockOptions, type ResolvedOptions } from './options.js';
 import type { AttemptReport } from './outcome.js';
-import { defaultNodeTimeout, quorumOf, retryDelayOf, validityOf } from './quorum.js';
+import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
 import { RandomPool } from './random-pool.js';
 import { callRound, type Verdict } from './round.js';
-import { EXTEND, INSPECT, LEAVE_QUEUE, RELEASE, type InspectReply } from './scripts.js';
-import { Turn } from './turn.js';
+import { EXTEND, INSPECT, RELEASE, type InspectReply } from './scripts.js';
 import { doneVerdict, heldVerdict } from './verdicts.js';
 import { WakeNotifier } from './wake-notifier.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
-
-/**
- * Longest wait of an acquire for the first connections, ms. Past it the round
- * is sent anyway, and nodes still connecting count as timeouts: a node that
- * accepts TCP but never answers must not hold the first acquire up.
- */
-const CONNECT_WAIT = 2000;
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
 const VALUE_BYTES = 20;
@@ -71,11 +60,7 @@ export class Redlock implements LockOwner {
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
   private readonly locks = new HeldLocks();
-  /** Acquires under way, which close() lets finish (they undo and reject). */
-  private readonly inFlight = new Set<Promise<unknown>>();
-  /** Stops every wait under way, at close() (one entry per waiting acquire). */
-  private readonly waits = new Set<() => void>();
-  private closed: Promise<void> | undefined;
+  private readonly closing = new Closing();
   /** The longest ttl this client has acquired or extended with (0 before its first lock): the 'auto' restart guard's window. */
   private longestTtl = 0;
   private readonly notifier: WakeNotifier;
@@ -88,6 +73,7 @@ export class Redlock implements LockOwner {
   private readonly wakePrefix: string;
   /** What every acquire plan is made from. */
   private readonly planning: PlanContext;
+  private readonly loop: AcquireLoop;
 
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
@@ -128,6 +114,17 @@ export class Redlock implements LockOwner {
         ]),
       nodeTimeoutFor: (ttl, override) => this.nodeTimeoutFor(ttl, override),
     };
+    this.loop = new AcquireLoop({
+      set: this.#set,
+      owner: this,
+      options: this.options,
+      notifier: this.notifier,
+      closing: this.closing,
+      locks: this.locks,
+      wakePrefix: this.wakePrefix,
+      connecting: () => this.connecting,
+      emit: (event) => this.emit(event),
+    });
     if (options.onEvent) this.listeners.add(options.onEvent);
     this.detach = watchNodes(this.#nodes, {
       restartGuard: this.options.restartGuard,
@@ -174,7 +171,7 @@ export class Redlock implements LockOwner {
 
   /** What logs show of the client: its nodes' labels and quorum, never a client or a secret. */
   [inspect.custom](_depth: number, options: object): string {
-    const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.locks.size, closed: this.closed !== undefined };
+    const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.locks.size, closed: this.closing.isClosed };
     return `Redlock ${inspect(shown, { ...options, depth: 2 })}`;
   }
 
@@ -198,129 +195,13 @@ export class Redlock implements LockOwner {
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    this.inFlight.add(acquiring);
-    const forget = () => this.inFlight.delete(acquiring);
-    acquiring.then(forget, forget);
-    return acquiring;
+    return this.closing.track(acquiring);
   }
 
-  /** The retry loop: attempts (see `attemptAcquire`), judged, until one takes the lock or the call gives up. */
-  private async acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
+  private acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
     const plan = planAcquire(this.planning, resources, ttl, options);
     if (plan.ttl > this.longestTtl) this.longestTtl = plan.ttl;
-    const attempts: AttemptReport[] = [];
-    /** The nodes any attempt went to: where a waiter may be queued. */
-    const queuedOn: boolean[] = this.#nodes.map(() => false);
-    // This client's wake channel already subscribed (it waited before): watch from
-    // the first attempt, so a release during it is not missed.
-    let turn = plan.waiter && this.notifier.isSubscribed ? new Turn(this.notifier, plan.waiter, false) : undefined;
-    const fail = (error: LockError) => this.gaveUp(plan, error, attempts.length, turn, queuedOn);
-    if (this.connecting) await this.settles(this.connecting, Math.min(CONNECT_WAIT, plan.deadline - performance.now()), plan.signal);
-    for (let attempt = 1; ; attempt++) {
-      const stopped = this.stoppedFor(plan);
-      if (stopped) throw fail(stopped);
-      const outcome = await attemptAcquire(this.#set, plan, this.options.driftFactor, () => !plan.signal?.aborted && !this.closed);
-      outcome.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
-      attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
-      if (outcome.taken) {
-        turn?.stop();
-        return this.handOver(plan, outcome, attempt);
-      }
-      const stoppedNow = this.stoppedFor(plan);
-      if (stoppedNow) throw fail(stoppedNow);
-      const judged = judgeAttempt(outcome.reports, this.quorum, outcome.reachedQuorum);
-      const error =
-        judged.kind === 'busy'
-          ? new ResourceBusyError(plan.names, attempts, judged.split)
-          : new QuorumUnreachableError('acquire', plan.names, attempts, this.quorum);
-      const step = nextStep(judged, attempt, plan.retry.retryCount);
-      if (step === 'give-up') throw fail(error);
-      const { retryDelay, retryJitter } = plan.retry;
-      const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
-      if (performance.now() + delay >= plan.deadline) throw fail(error);
-      if (plan.waiter && !turn) turn = new Turn(this.notifier, plan.waiter, true);
-      const interrupted = await this.waitTurn(plan, turn, delay);
-      if (interrupted) throw fail(interrupted);
-    }
-  }
-
-  /** Why the call must stop now, if it must: the client closed, or the caller aborted. */
-  private stoppedFor(plan: AcquirePlan): LockError | undefined {
-    if (this.closed) return new ClientClosedError(plan.names);
-    if (plan.signal?.aborted) return new LockAbortedError(plan.names, plan.signal.reason);
-    return undefined;
-  }
-
-  /** Waits for the retry delay, or less on a wake-up; returns the error when the client closed or the call was aborted meanwhile. */
-  private async waitTurn(plan: AcquirePlan, turn: Turn | undefined, delay: number): Promise<LockError | undefined> {
-    const stop = this.stopOnClose(plan.signal);
-    try {
-      await (turn ? turn.wait(delay, stop.signal) : sleep(delay, undefined, { signal: stop.signal }));
-      return undefined;
-    } catch {
-      return this.closed ? new ClientClosedError(plan.names) : new LockAbortedError(plan.names, plan.signal?.reason);
-    } finally {
-      stop.dispose();
-    }
-  }
-
-  /** The attempt took the lock: it is held, and handed to the caller. */
-  private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number): Lock {
-    const lock = new Lock(this, {
-      id: plan.id,
-      resources: plan.names,
-      value: plan.value,
-      ttl: plan.ttl,
-      expiresAt: outcome.expiresAt,
-      fencingToken: plan.retention > 0 ? outcome.token : undefined,
-      attempts: attempt,
-      threshold: this.options.threshold,
-      maxExtensions: this.options.maxExtensions,
-    });
-    // A waiter stays in the queues while it holds the lock (the key keeps the
-    // others out anyway) and leaves them in its release: no round of its own.
-    // Only an attempt some node refused can have queued it.
-    const queuedAs = plan.waiter && (attempt > 1 || outcome.refused) ? plan.waiter : '';
-    this.locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
-    if (plan.autoExtend) lock.startAutoExtend();
-    this.emit({
-      type: 'acquired',
-      at: Date.now(),
-      lockId: lock.id,
-      resources: plan.names,
-      ttl: plan.ttl,
-      validity: Math.floor(outcome.validity),
-      attempts: attempt,
-      elapsed: performance.now() - plan.started,
-      fencingToken: lock.fencingToken,
-    });
-    return lock;
-  }
-
-  /** The call gives up with `error` (returned, to be thrown): it stops watching for its turn, leaves the queues, and says so. */
-  private gaveUp(plan: AcquirePlan, error: LockError, attempts: number, turn: Turn | undefined, queuedOn: readonly boolean[]): LockError {
-    turn?.stop();
-    // Any attempt a node refused queued this waiter there, turn or not.
-    if (plan.waiter && attempts > 0) this.leaveQueue(plan, queuedOn);
-    const { names: resources, started } = plan;
-    this.emit(
-      error.code === 'RESOURCE_BUSY'
-        ? { type: 'busy', at: Date.now(), resources, attempts, elapsed: performance.now() - started }
-        : { type: 'acquire-failed', at: Date.now(), resources, code: error.code, attempts, elapsed: performance.now() - started },
-    );
-    return error;
-  }
-
-  /**
-   * A waiter that gave up leaves the queues of every node an attempt went to,
-   * and wakes the next waiter if it was first. Sent to nodes that look hung too
-   * (queued behind their backlog): skipped, a node that was only slow under
-   * load would keep the waiter's reservation, and the resource refused, for
-   * the whole life of its queue entry.
-   */
-  private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[]): void {
-    const call = LEAVE_QUEUE.call(plan.keys.queues, { waiter: plan.waiter, wakePrefix: this.wakePrefix });
-    void callRound(call, doneVerdict, { ...this.#set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
+    return this.loop.run(plan);
   }
 
   /**
@@ -489,15 +370,12 @@ export class Redlock implements LockOwner {
    * `acquire` throw; calling it again returns the same promise.
    */
   close(options: { grace?: number } = {}): Promise<void> {
-    if (this.closed) return this.closed;
-    const grace = options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
-    this.closed = this.shutDown(grace);
-    for (const stop of [...this.waits]) stop();
-    return this.closed;
+    const grace =
+      this.closing.isClosed || options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
+    return this.closing.close(() => this.shutDown(grace));
   }
 
   private async shutDown(grace: number): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
     await this.locks.drain(performance.now() + grace);
     const left = this.locks.list();
     for (const lock of left) this.lost(lock, 'shutdown');
@@ -505,40 +383,6 @@ export class Redlock implements LockOwner {
     this.notifier.close();
     for (const detach of this.detach) detach();
     await Promise.all(this.#nodes.map((node) => node.close(CLOSE_TIMEOUT)));
-  }
-
-  /** Resolves when `promise` settles, `ms` pass, `signal` aborts or the client closes; never rejects. */
-  private async settles(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const stop = this.stopOnClose(signal);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        promise,
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, Math.max(0, ms));
-          stop.signal.addEventListener('abort', resolve, { once: true });
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-      stop.dispose();
-    }
-  }
-
-  /** A signal that aborts with `signal` or when the client closes; dispose() it after use. */
-  private stopOnClose(signal: AbortSignal | undefined): { signal: AbortSignal; dispose: () => void } {
-    const controller = new AbortController();
-    const abort = () => controller.abort(signal?.reason);
-    if (this.closed || signal?.aborted) abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    this.waits.add(abort);
-    return {
-      signal: controller.signal,
-      dispose: () => {
-        signal?.removeEventListener('abort', abort);
-        this.waits.delete(abort);
-      },
-    };
   }
 
   /** @internal LockOwner: a lock found lost. */
@@ -576,6 +420,6 @@ export class Redlock implements LockOwner {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new InvalidArgumentError('this', 'an open Redlock client (close() was called)', 'closed');
+    if (this.closing.isClosed) throw new InvalidArgumentError('this', 'an open Redlock client (close() was called)', 'closed');
   }
 }
