@@ -1,16 +1,9 @@
 import type { AcquirePlan } from './acquire-plan.js';
-import type { LockNode } from './node.js';
 import type { NodeReport } from './outcome.js';
 import { validityOf } from './quorum.js';
-import { callRound, type RoundResult } from './round.js';
+import { callRound, type NodeSet, type RoundResult } from './round.js';
 import { CONFIRM_TOKEN } from './scripts.js';
 import { acquireVerdict, doneVerdict, heldVerdict } from './verdicts.js';
-
-/** The nodes of a client and the votes a decision needs. */
-export interface NodeSet {
-  readonly nodes: readonly LockNode[];
-  readonly quorum: number;
-}
 
 /** What one attempt came to. Either way, `sent` says which nodes its acquire went to. */
 export type AttemptOutcome =

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { attemptAcquire, type AttemptOutcome, type NodeSet } from './acquire-attempt.js';
+import { attemptAcquire, type AttemptOutcome } from './acquire-attempt.js';
 import type { AcquirePlan } from './acquire-plan.js';
 import type { Closing } from './closing.js';
 import { ClientClosedError } from './errors/client-closed.error.js';
@@ -14,7 +14,7 @@ import { Lock, type LockOwner } from './lock.js';
 import type { ResolvedOptions } from './options.js';
 import type { AttemptReport } from './outcome.js';
 import { retryDelayOf } from './quorum.js';
-import { callRound } from './round.js';
+import { callRound, type NodeSet } from './round.js';
 import { LEAVE_QUEUE } from './scripts.js';
 import { Turn } from './turn.js';
 import { doneVerdict } from './verdicts.js';

@@ -2,6 +2,7 @@ import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { validateResources, type KeyLayout, type LockKeys } from './keys.js';
 import { checkTtl, resolveRetry, type AcquireOptions, type ResolvedOptions } from './options.js';
 import { queuePosition } from './queue-position.js';
+import type { RandomPool } from './random-pool.js';
 import { validityOf } from './quorum.js';
 import type { Call } from './script.js';
 import { ACQUIRE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply } from './scripts.js';
@@ -10,7 +11,12 @@ import { ACQUIRE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply } from '.
 export interface PlanContext {
   readonly options: ResolvedOptions;
   readonly layout: KeyLayout;
-  /** Some node is a Redis Cluster: never the bare SET NX (see `Redlock`). */
+  /**
+   * Some node is a Redis Cluster. Its client may send a command again on its own
+   * (a redirection, a failover), where a bare SET NX would then read its own key
+   * as another holder's: with such a node, the client always sends the ACQUIRE
+   * script, which knows its own value.
+   */
   readonly clustered: boolean;
   /** Names this client in its waiters' ids. */
   readonly clientId: string;
@@ -18,8 +24,8 @@ export interface PlanContext {
   readonly wakePrefix: string;
   /** Appended to every lock value: the holder identity, if recorded. */
   readonly identity: string;
-  /** A fresh secret and an unrelated public id. */
-  readonly draw: () => readonly [secret: string, id: string];
+  /** Where lock values come from. */
+  readonly random: RandomPool;
   readonly nodeTimeoutFor: (ttl: number, override?: number) => number;
 }
 
@@ -49,6 +55,20 @@ export interface AcquirePlan {
   readonly undo: Call<number>;
 }
 
+/** Bytes of randomness in a lock's secret value (160 bits). */
+const VALUE_BYTES = 20;
+
+/**
+ * One draw for both: the secret value (followed by the holder identity), and
+ * the public id (unrelated bytes), which doubles as the waiter id in the nodes' queues.
+ */
+function drawValue(random: RandomPool, identity: string): { value: string; id: string } {
+  return random.take(VALUE_BYTES + 8, (bytes, at) => ({
+    value: bytes.toString('base64url', at, at + VALUE_BYTES) + identity,
+    id: bytes.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8),
+  }));
+}
+
 /** Checks the arguments of one `acquire` call and makes its plan. */
 export function planAcquire(
   context: PlanContext,
@@ -67,8 +87,7 @@ export function planAcquire(
   const started = performance.now();
   const { fencingRetention: retention, fairWaiting: fair } = client;
   const keys = layout.forLock(names, retention > 0, fair);
-  const [secret, id] = context.draw();
-  const value = secret + context.identity;
+  const { value, id } = drawValue(context.random, context.identity);
   // A waiter's id names its client, whose channel the release wakes it on.
   const waiter = fair && retry.retryCount > 0 ? `${context.clientId}.${id}` : '';
   // A queue entry lives long enough to survive the wait until the next attempt.

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { decodeIdentity, type HolderIdentity } from './holder.js';
 import type { NodeReport } from './outcome.js';
-import type { InspectReply } from './scripts.js';
+import type { LockNode } from './node.js';
+import { callRound, type NodeSet, type Verdict } from './round.js';
+import { INSPECT, type InspectReply } from './scripts.js';
 
 /** What one node says of a resource. */
 export interface NodeInspection {
@@ -38,6 +40,17 @@ export interface ResourceInspection {
 
 export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 12);
+}
+
+/** Sends INSPECT (`keys`: lock key, fence counter, queue) to every node and waits for all, at most `timeout` ms. */
+export async function inspectNodes(set: NodeSet, resource: string, keys: readonly string[], timeout: number): Promise<ResourceInspection> {
+  const replies = new Map<string, InspectReply>();
+  const record = (reply: InspectReply, node: LockNode): Verdict => {
+    replies.set(node.label, reply);
+    return { outcome: 'ok' };
+  };
+  const round = await callRound(INSPECT.call(keys, undefined), record, { ...set, timeout, until: 'all' });
+  return inspectionOf(resource, set.quorum, round.reports, replies);
 }
 
 /** Builds the inspection from each node's report in the round, and the replies of those that answered. */

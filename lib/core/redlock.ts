@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
-import type { NodeSet } from './acquire-attempt.js';
 import { AcquireLoop } from './acquire-loop.js';
 import { planAcquire, type PlanContext } from './acquire-plan.js';
 import { Closing } from './closing.js';
@@ -11,7 +10,7 @@ import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
 import { HeldLocks } from './held-locks.js';
 import { encodeIdentity } from './holder.js';
-import { inspectionOf, type ResourceInspection } from './inspection.js';
+import { inspectNodes, type ResourceInspection } from './inspection.js';
 import { KeyLayout, validateResources } from './keys.js';
 import { Lock, secretOf, type LockOwner } from './lock.js';
 import type { LockNode } from './node.js';
@@ -22,16 +21,13 @@ import { checkAcquireOptions, checkDelay, checkTtl, resolveOptions, type Acquire
 import type { AttemptReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
 import { RandomPool } from './random-pool.js';
-import { callRound, type Verdict } from './round.js';
-import { EXTEND, INSPECT, RELEASE, type InspectReply } from './scripts.js';
+import { callRound, type NodeSet } from './round.js';
+import { EXTEND, RELEASE } from './scripts.js';
 import { doneVerdict, heldVerdict } from './verdicts.js';
 import { WakeNotifier } from './wake-notifier.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
-
-/** Bytes of randomness in a lock's secret value (160 bits). */
-const VALUE_BYTES = 20;
 
 /**
  * The Redlock quorum client over N independent Redis-protocol nodes.
@@ -56,7 +52,6 @@ export class Redlock implements LockOwner {
   // reaches the nodes' clients (their passwords) or the random pool (lock values).
   readonly #nodes: readonly LockNode[];
   readonly #set: NodeSet;
-  readonly #random = new RandomPool();
   private readonly options: ResolvedOptions;
   private readonly listeners = new Set<LockEventListener>();
   private readonly locks = new HeldLocks();
@@ -71,20 +66,14 @@ export class Redlock implements LockOwner {
   private readonly clientId = randomBytes(6).toString('hex');
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
   private readonly wakePrefix: string;
-  /** What every acquire plan is made from. */
-  private readonly planning: PlanContext;
+  /** What every acquire plan is made from (with the random pool: truly private). */
+  readonly #planning: PlanContext;
   private readonly loop: AcquireLoop;
 
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
     const identity = encodeIdentity(options.identity);
     this.#nodes = buildNodes(options.nodes);
-    /**
-     * Some node is a Redis Cluster. Its client may send a command again on its own
-     * (a redirection, a failover), where a bare SET NX would then read its own key
-     * as another holder's: with such a node, the client always sends the ACQUIRE
-     * script, which knows its own value.
-     */
     let clustered: boolean;
     try {
       clustered = this.#nodes.some((n) => n.kind === 'cluster');
@@ -97,23 +86,9 @@ export class Redlock implements LockOwner {
     this.#set = { nodes: this.#nodes, quorum: this.quorum };
     this.wakePrefix = `${this.options.prefix}wake:`;
     this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
-    this.planning = {
-      options: this.options,
-      layout: this.layout,
-      clustered,
-      clientId: this.clientId,
-      wakePrefix: this.wakePrefix,
-      // Appended to every lock value: the holder identity, if recorded.
-      identity,
-      // One draw for both: the secret value, and the public id (unrelated bytes),
-      // which doubles as the waiter id in the nodes' queues.
-      draw: () =>
-        this.#random.take(VALUE_BYTES + 8, (bytes, at) => [
-          bytes.toString('base64url', at, at + VALUE_BYTES),
-          bytes.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8),
-        ]),
-      nodeTimeoutFor: (ttl, override) => this.nodeTimeoutFor(ttl, override),
-    };
+    const { options: resolved, layout, clientId, wakePrefix } = this;
+    const nodeTimeoutFor = (ttl: number, override?: number) => this.nodeTimeoutFor(ttl, override);
+    this.#planning = { options: resolved, layout, clustered, clientId, wakePrefix, identity, random: new RandomPool(), nodeTimeoutFor };
     this.loop = new AcquireLoop({
       set: this.#set,
       owner: this,
@@ -199,7 +174,7 @@ export class Redlock implements LockOwner {
   }
 
   private acquireLock(resources: string | readonly string[], ttl: number | undefined, options: AcquireOptions): Promise<Lock> {
-    const plan = planAcquire(this.planning, resources, ttl, options);
+    const plan = planAcquire(this.#planning, resources, ttl, options);
     if (plan.ttl > this.longestTtl) this.longestTtl = plan.ttl;
     return this.loop.run(plan);
   }
@@ -244,8 +219,7 @@ export class Redlock implements LockOwner {
     }
     const t0 = performance.now();
     const round = await callRound(EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl }), heldVerdict, {
-      nodes: this.#nodes,
-      quorum: this.quorum,
+      ...this.#set,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
     });
@@ -290,8 +264,7 @@ export class Redlock implements LockOwner {
     lock.markReleased();
     const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
     const round = await callRound(RELEASE.call(held.keys.release, { value: secretOf(lock), fair }), doneVerdict, {
-      nodes: this.#nodes,
-      quorum: this.quorum,
+      ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
       // write each, sent at once) and a slow or hung node is not waited for.
@@ -345,18 +318,7 @@ export class Redlock implements LockOwner {
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
     const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
-    const replies = new Map<string, InspectReply>();
-    const record = (reply: InspectReply, node: LockNode): Verdict => {
-      replies.set(node.label, reply);
-      return { outcome: 'ok' };
-    };
-    const round = await callRound(INSPECT.call(keys, undefined), record, {
-      nodes: this.#nodes,
-      quorum: this.quorum,
-      timeout: this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl),
-      until: 'all',
-    });
-    return inspectionOf(name!, this.quorum, round.reports, replies);
+    return inspectNodes(this.#set, name!, keys, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
   }
 
   /**

@@ -40,6 +40,12 @@ export interface RoundResult {
  */
 export type Targets = 'live' | readonly boolean[];
 
+/** The nodes of a client and the votes a decision needs. */
+export interface NodeSet {
+  readonly nodes: readonly LockNode[];
+  readonly quorum: number;
+}
+
 /** What `broadcast` reads of a node. */
 export type RoundNode = Pick<LockNode, 'label' | 'isStalled'>;
 
