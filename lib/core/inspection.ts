@@ -1,5 +1,9 @@
 import { createHash } from 'node:crypto';
 import { decodeIdentity, type HolderIdentity } from './holder.js';
+import type { NodeReport } from './outcome.js';
+import type { LockNode } from './node.js';
+import { callRound, type NodeSet, type Verdict } from './round.js';
+import { INSPECT, type InspectReply } from './scripts.js';
 
 /** What one node says of a resource. */
 export interface NodeInspection {
@@ -38,21 +42,34 @@ export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 12);
 }
 
-/** Builds the inspection from each node's raw answer (value, pttl, counter, waiters) or failure. */
-export function summarize(
+/** Sends INSPECT (`keys`: lock key, fence counter, queue) to every node and waits for all, at most `timeout` ms. */
+export async function inspectNodes(set: NodeSet, resource: string, keys: readonly string[], timeout: number): Promise<ResourceInspection> {
+  const replies = new Map<string, InspectReply>();
+  const record = (reply: InspectReply, node: LockNode): Verdict => {
+    replies.set(node.label, reply);
+    return { outcome: 'ok' };
+  };
+  const round = await callRound(INSPECT.call(keys, undefined), record, { ...set, timeout, until: 'all' });
+  return inspectionOf(resource, set.quorum, round.reports, replies);
+}
+
+/** Builds the inspection from each node's report in the round, and the replies of those that answered. */
+export function inspectionOf(
   resource: string,
   quorum: number,
-  answers: readonly ({ node: string; reply?: [string | null, number, string | null, number]; error?: string; timeout?: boolean })[],
+  reports: readonly NodeReport[],
+  replies: ReadonlyMap<string, InspectReply>,
 ): ResourceInspection {
   const identities = new Map<string, HolderIdentity | undefined>();
-  const nodes = answers.map((a): NodeInspection => {
-    if (!a.reply) return { node: a.node, state: a.timeout ? 'timeout' : 'error', error: a.error };
-    const [value, pttl, counter, waiters] = a.reply;
+  const nodes = reports.map((report): NodeInspection => {
+    const reply = report.outcome === 'ok' ? replies.get(report.node) : undefined;
+    if (!reply) return { node: report.node, state: report.outcome === 'error' ? 'error' : 'timeout', error: report.error };
+    const { value, pttl, counter, waiters } = reply;
     const fencingCounter = counter === null ? undefined : Number(counter);
-    if (value === null) return { node: a.node, state: 'free', fencingCounter, waiters };
+    if (value === null) return { node: report.node, state: 'free', fencingCounter, waiters };
     const holder = fingerprint(value);
     identities.set(holder, decodeIdentity(value));
-    return { node: a.node, state: 'held', ttl: pttl, holder, fencingCounter, waiters };
+    return { node: report.node, state: 'held', ttl: pttl, holder, fencingCounter, waiters };
   });
   const byHolder = new Map<string, NodeInspection[]>();
   for (const n of nodes) if (n.holder) byHolder.set(n.holder, [...(byHolder.get(n.holder) ?? []), n]);

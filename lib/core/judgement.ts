@@ -47,3 +47,18 @@ export function judgeAttempt(reports: readonly NodeReport[], quorum: number, rea
     retryable: heldElsewhere || reachedQuorum || timedOut,
   };
 }
+
+/** Retries of a split vote past the caller's own, and their jitter, ms. */
+export const SPLIT_RETRIES = 5;
+export const SPLIT_JITTER = 50;
+
+/**
+ * What the loop does after failed attempt number `attempt` (1 for the first):
+ * `retry` within the caller's `retryCount`; `split-retry`, a brief jittered
+ * one past them for a split vote (at most SPLIT_RETRIES); or `give-up`.
+ */
+export function nextStep(judged: Judgement, attempt: number, retryCount: number): 'retry' | 'split-retry' | 'give-up' {
+  if (!judged.retryable) return 'give-up';
+  if (attempt <= retryCount) return 'retry';
+  return judged.split && attempt <= retryCount + SPLIT_RETRIES ? 'split-retry' : 'give-up';
+}

@@ -31,18 +31,18 @@ const ping = (node: LockNode): Promise<string> =>
  * like a lock operation would. Never rejects.
  */
 export async function pingNodes(nodes: readonly LockNode[], timeout: number): Promise<NodeHealth[]> {
-  const round = await broadcast(
+  const round = await broadcast({
     nodes,
-    (node, done) =>
+    send: (node, done) =>
       void node
         .connect()
         .then(() => ping(node))
         .then((reply) => done(undefined, reply), (error: unknown) => done(error ?? new Error('PING failed'))),
-    (reply, node) => ({ outcome: reply !== 'PONG' ? 'error' : node.excluded ? 'excluded' : 'ok' }),
-    nodes.length,
+    classify: (reply, node) => ({ outcome: reply !== 'PONG' ? 'error' : node.excluded ? 'excluded' : 'ok' }),
+    quorum: nodes.length,
     timeout,
-    'all',
-  );
+    until: 'all',
+  });
   return round.reports.map((report): NodeHealth => {
     const latencyMs = roundMs(report.ms ?? round.elapsed);
     switch (report.outcome) {

@@ -1,9 +1,7 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { inspect } from 'node:util';
-import { NODE_SCRIPTS, SET_NX, sendScript, type Command, type Done, type Script } from './scripts.js';
-
-const TAKEN = [1, 0];
-const REFUSED = [0, -1];
+import { NODE_SCRIPTS, SET_NX, sendScript, type Done } from './scripts.js';
+import type { Call, Script } from './script.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -268,13 +266,14 @@ export class LockNode {
   }
 
   /**
-   * Runs `command` (a script, or SET NX) on this node and calls `done` once with its reply or error.
+   * Runs `call` (a script, or SET NX) on this node and calls `done` once with its raw reply or error
+   * (the call decodes it). `fallbackWithin`: ms after which a NOSCRIPT gets no EVAL (see `sendScript`).
    * With nothing in flight the command is written at once (no added latency);
    * otherwise the socket is corked until the end of this tick, so that the
    * commands of many concurrent locks share one write.
    */
-  send(command: Command, keys: readonly string[], args: readonly (string | number)[], done: Done, timeout?: number): void {
-    const fallbackUntil = timeout === undefined ? Infinity : performance.now() + timeout;
+  send(call: Call<unknown>, done: Done, fallbackWithin?: number): void {
+    const fallbackUntil = fallbackWithin === undefined ? Infinity : performance.now() + fallbackWithin;
     let open = true;
     const settle: Done = (error, reply) => {
       if (!open) return;
@@ -290,7 +289,7 @@ export class LockNode {
     // the node would count as hung from then on.
     const write = (cork: boolean) => {
       try {
-        this.write(command, keys, args, settle, cork, fallbackUntil);
+        this.write(call, settle, cork, fallbackUntil);
       } catch (error) {
         settle(error instanceof Error ? error : new Error(String(error)));
       }
@@ -302,29 +301,16 @@ export class LockNode {
     }
   }
 
-  /** `send` as a promise, for paths off the lock's hot path. */
-  run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) =>
-      this.send(script, keys, args, (error, reply) => (error === undefined ? resolve(reply) : reject(error))),
-    );
-  }
-
-  private write(
-    command: Command,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-    done: Done,
-    cork: boolean,
-    fallbackUntil: number,
-  ): void {
+  private write(call: Call<unknown>, done: Done, cork: boolean, fallbackUntil: number): void {
     const stream = cork && this.kind === 'standalone' ? (this.client as Redis).stream : undefined;
     if (stream && !stream.writableCorked) {
       stream.cork();
       process.nextTick(() => stream.uncork());
     }
-    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, args, done, fallbackUntil);
-    (this.client as Redis).set(keys[0]!, args[0]!, 'PX', args[1]!, 'NX').then(
-      (reply) => done(undefined, reply === 'OK' ? TAKEN : REFUSED),
+    const { command, keys, argv } = call;
+    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, argv, done, fallbackUntil);
+    (this.client as Redis).set(keys[0]!, argv[0]!, 'PX', argv[1]!, 'NX').then(
+      (reply) => done(undefined, reply),
       (error: unknown) => done(error ?? new Error('SET NX failed')),
     );
   }

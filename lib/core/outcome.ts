@@ -25,3 +25,14 @@ export interface AttemptReport {
   readonly elapsed: number;
   readonly nodes: readonly NodeReport[];
 }
+
+/** One attempt in a line: how many nodes did what, and the first node error (Redis error messages carry no credentials). */
+export function describeAttempt(attempt: AttemptReport | undefined): string {
+  if (!attempt) return 'none';
+  const counts = new Map<string, number>();
+  for (const node of attempt.nodes) counts.set(node.outcome, (counts.get(node.outcome) ?? 0) + 1);
+  const summary = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(', ');
+  // The first node error says why (refused connection, wrong password, ...).
+  const error = attempt.nodes.find((node) => node.error)?.error;
+  return error ? `${summary}; first error: ${error}` : summary;
+}

@@ -1,6 +1,6 @@
-import { describe } from './errors/invalid-argument.error.js';
+import { describeValue } from './log-safe.js';
 import type { LockNode } from './node.js';
-import type { Done } from './scripts.js';
+import type { Call, Done } from './script.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
 /** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
@@ -40,6 +40,31 @@ export interface RoundResult {
  */
 export type Targets = 'live' | readonly boolean[];
 
+/** The nodes of a client and the votes a decision needs. */
+export interface NodeSet {
+  readonly nodes: readonly LockNode[];
+  readonly quorum: number;
+}
+
+/** What `broadcast` reads of a node. */
+export type RoundNode = Pick<LockNode, 'label' | 'isStalled'>;
+
+/** One round: what to send to which nodes, how to count the answers, and when to decide. */
+export interface RoundOptions<N extends RoundNode> {
+  readonly nodes: readonly N[];
+  /** Sends the command to one node; `done` is called once with its reply or error. */
+  readonly send: (node: N, done: Done) => void;
+  /** How a reply counts; throwing marks a reply the command never gives (an `error` report). */
+  readonly classify: (reply: unknown, node: N) => Verdict;
+  /** Yes votes that decide the round (with `until: 'quorum'`). */
+  readonly quorum: number;
+  /** Ms after which a silent node counts as `timeout`. */
+  readonly timeout: number;
+  readonly until: 'quorum' | 'all';
+  /** Default `'live'`. */
+  readonly targets?: Targets;
+}
+
 /**
  * Sends one command to every node at once and decides as soon as the outcome
  * is known: with `until: 'quorum'`, when `quorum` nodes said yes or when that
@@ -49,15 +74,8 @@ export type Targets = 'live' | readonly boolean[];
  * serves the whole round.
  * Late answers are absorbed: no rejection escapes.
  */
-export function broadcast(
-  nodes: readonly LockNode[],
-  send: (node: LockNode, done: Done) => void,
-  classify: (reply: unknown, node: LockNode) => Verdict,
-  quorum: number,
-  timeout: number,
-  until: 'quorum' | 'all',
-  targets: Targets = 'live',
-): Promise<RoundResult> {
+export function broadcast<N extends RoundNode>(round: RoundOptions<N>): Promise<RoundResult> {
+  const { nodes, send, classify, quorum, timeout, until, targets = 'live' } = round;
   const started = performance.now();
   const n = nodes.length;
   const outcomes: (NodeReport | undefined)[] = new Array(n).fill(undefined);
@@ -134,7 +152,7 @@ export function broadcast(
           verdict = classify(reply, node);
         } catch {
           // Not a reply this script gives: never let it escape as an uncaught error.
-          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describe(reply)}` });
+          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describeValue(reply)}` });
           return;
         }
         record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
@@ -145,5 +163,21 @@ export function broadcast(
         done(error ?? new Error('send failed'));
       }
     });
+  });
+}
+
+/** A round of one call, sent to every node: each reply decoded by the call, then counted by `verdict`. */
+export function callRound<R>(
+  call: Call<R>,
+  verdict: (reply: R, node: LockNode) => Verdict,
+  round: Omit<RoundOptions<LockNode>, 'send' | 'classify'> & {
+    /** Ms after which a NOSCRIPT answer gets no EVAL (see `sendScript`); default: always sent. */
+    readonly fallbackWithin?: number;
+  },
+): Promise<RoundResult> {
+  return broadcast({
+    ...round,
+    send: (node, done) => node.send(call, done, round.fallbackWithin),
+    classify: (reply, node) => verdict(call.decode(reply), node),
   });
 }

@@ -1,81 +1,8 @@
-import { createHash } from 'node:crypto';
+import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
+import { defineScript, tuple, type Script } from './script.js';
 
-/**
- * A Lua script, sent by SHA once the node has it (EVALSHA with a NOSCRIPT
- * fallback to EVAL, which also caches it on the node).
- */
-export interface Script {
-  readonly name: string;
-  readonly lua: string;
-  readonly sha: string;
-}
-
-function script(name: string, lua: string): Script {
-  return { name, lua, sha: createHash('sha1').update(lua).digest('hex') };
-}
-
-/** The part of an ioredis client (standalone or cluster) that runs scripts. */
-export interface ScriptRunner {
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-  eval(lua: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-}
-
-/** Called once with a command's reply, or with its error. */
-export type Done = (error: unknown, reply?: unknown) => void;
-
-/**
- * Runs a script by SHA; on NOSCRIPT (a restarted or flushed node) sends it once
- * with EVAL, which caches it. Callback style: the lock's hot path makes no
- * promise of its own per command.
- */
-export function sendScript(
-  client: ScriptRunner,
-  script: Script,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-  done: Done,
-  /**
-   * `performance.now()` after which the NOSCRIPT fallback is not sent: by then
-   * the caller has counted this node as timed out and may have sent the undo,
-   * which a late EVAL would overtake (leaving a key nobody holds).
-   */
-  fallbackUntil = Infinity,
-): void {
-  const failed = (error: unknown) => done(error ?? new Error(`${script.name} failed`));
-  const answered = (reply: unknown) => done(undefined, reply);
-  client.evalsha(script.sha, keys.length, ...keys, ...args).then(answered, (error: unknown) => {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
-    if (performance.now() > fallbackUntil) return failed(new Error(`${error.message} (answered too late to send the script)`));
-    client.eval(script.lua, keys.length, ...keys, ...args).then(answered, failed);
-  });
-}
-
-/** `sendScript` as a promise. */
-export function runScript(
-  client: ScriptRunner,
-  script: Script,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  return new Promise((resolve, reject) =>
-    sendScript(client, script, keys, args, (error, reply) => (error === undefined ? resolve(reply) : reject(error))),
-  );
-}
-
-/**
- * Not a script: the plain protocol's acquire of one resource (fencing and fair
- * waiting off) is `SET key value NX PX ttl`, the wire's floor, with no Lua on
- * the server. `LockNode.send` runs it and answers in ACQUIRE's shape: {1, 0}
- * when set, {0, -1} when the key is held (no pttl: the retry does not use it).
- * A command ioredis resends after a reconnect cannot pass for a refusal: the
- * node fails every command in flight when the connection closes, and the
- * attempt's undo then reaches it. (Not used with Redis Cluster nodes, whose
- * client also resends on redirections.)
- */
-export const SET_NX = Object.freeze({ name: 'set-nx' });
-
-/** What `LockNode.send` runs: one of the scripts, or the plain SET NX. */
-export type Command = Script | typeof SET_NX;
+export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
+export { runScript, sendScript, type Done, type Script, type ScriptRunner } from './script.js';
 
 /**
  * Take every lock key, or none, respecting the wait queue.
@@ -92,7 +19,7 @@ export type Command = Script | typeof SET_NX;
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the
  * resource is free but reserved for an earlier waiter.
  */
-export const ACQUIRE = script(
+export const ACQUIRE = defineScript(
   'acquire',
   `
 local value = ARGV[1]
@@ -229,6 +156,17 @@ if token > floor then
 end
 return {1, token}
 `,
+  {
+    // Every argument costs on both ends: the layout is told by the counts, not by flags.
+    argv: ({ value, ttl, fair, fencing }: AcquireArgs) => {
+      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl}` : '-';
+      return fencing ? [value, String(ttl), spec, String(fencing.retention), String(fencing.floor)] : [value, String(ttl), spec];
+    },
+    decode: (reply): AcquireReply => {
+      const [taken, value] = tuple(reply, 2);
+      return { taken: taken === 1, value: value as number };
+    },
+  },
 );
 
 /**
@@ -238,7 +176,7 @@ return {1, token}
  * KEYS: the n lock keys, then the n fence counters. ARGV: value, token, n, retention ms.
  * Returns 1 when held (counters raised), 0 when not held.
  */
-export const CONFIRM_TOKEN = script(
+export const CONFIRM_TOKEN = defineScript(
   'confirm-token',
   `
 local n = tonumber(ARGV[3])
@@ -254,6 +192,16 @@ for i = n + 1, 2 * n do
 end
 return 1
 `,
+  {
+    argv: (args: { value: string; token: number; locks: number; retention: number }) => [
+      args.value,
+      String(args.token),
+      String(args.locks),
+      String(args.retention),
+    ],
+    /** True when held (counters raised). */
+    decode: (reply) => reply === 1,
+  },
 );
 
 /**
@@ -261,7 +209,7 @@ return 1
  * KEYS: lock keys. ARGV: value, ttl ms. Returns 1 when extended, 0 when any key
  * is not this holder's (an expired lock is never re-created).
  */
-export const EXTEND = script(
+export const EXTEND = defineScript(
   'extend',
   `
 for i = 1, #KEYS do
@@ -272,17 +220,37 @@ for i = 1, #KEYS do
 end
 return 1
 `,
+  {
+    argv: (args: { value: string; ttl: number }) => [args.value, String(args.ttl)],
+    /** True when extended. */
+    decode: (reply) => reply === 1,
+  },
 );
+
+/** One node's INSPECT reply; `null` where the key is missing. */
+export interface InspectReply {
+  readonly value: string | null;
+  readonly pttl: number;
+  readonly counter: string | null;
+  readonly waiters: number;
+}
 
 /**
  * What a node knows of one resource, for operators: read-only.
  * KEYS: lock key, fence counter, queue. Returns {value or false, pttl, counter or false, waiters}.
  */
-export const INSPECT = script(
+export const INSPECT = defineScript(
   'inspect',
   `
 return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 `,
+  {
+    argv: () => [],
+    decode: (reply): InspectReply => {
+      const [value, pttl, counter, waiters] = tuple(reply, 4);
+      return { value: value as string | null, pttl: pttl as number, counter: counter as string | null, waiters: waiters as number };
+    },
+  },
 );
 
 /**
@@ -293,7 +261,7 @@ return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET
  * KEYS: data key, token key. ARGV: token, 'get' | 'set' | 'del', value (set).
  * Returns {1, value-or-false} when accepted, {0, highest token seen} when stale.
  */
-export const FENCED_ACCESS = script(
+export const FENCED_ACCESS = defineScript(
   'fenced-access',
   `
 local token = tonumber(ARGV[1])
@@ -313,7 +281,25 @@ elseif ARGV[2] == 'del' then
 end
 return {1, redis.call('GET', KEYS[1])}
 `,
+  {
+    argv: (args: { token: number; op: 'get' | 'del' } | { token: number; op: 'set'; value: string }) =>
+      args.op === 'set' ? [String(args.token), args.op, args.value] : [String(args.token), args.op],
+    decode: (reply): { accepted: true; value: string | null } | { accepted: false; highest: number } => {
+      const [accepted, result] = tuple(reply, 2);
+      return accepted === 1 ? { accepted: true, value: result as string | null } : { accepted: false, highest: Number(result) };
+    },
+  },
 );
+
+export interface ReleaseArgs {
+  readonly value: string;
+  /**
+   * With fair waiting on: the wake channel prefix; the waiter id under which
+   * this holder queued, if it did (`leaving`); for an undo, the waiter whose
+   * attempt is undone (`undoneBy`, not woken by it).
+   */
+  readonly fair?: { readonly wakePrefix: string; readonly leaving?: string; readonly undoneBy?: string };
+}
 
 /**
  * Compare-and-delete: delete only the keys that hold this value; where a key
@@ -332,7 +318,7 @@ return {1, redis.call('GET', KEYS[1])}
  * holder's waiter id, and, for an undo, the undoing waiter's id. Returns how
  * many keys were deleted.
  */
-export const RELEASE = script(
+export const RELEASE = defineScript(
   'release',
   `
 local value = ARGV[1]
@@ -363,6 +349,16 @@ for i = 1, n do
 end
 return deleted
 `,
+  {
+    argv: ({ value, fair }: ReleaseArgs) => {
+      if (!fair) return [value];
+      const argv = [value, fair.wakePrefix, fair.leaving ?? ''];
+      if (fair.undoneBy !== undefined) argv.push(fair.undoneBy);
+      return argv;
+    },
+    /** How many keys were deleted. */
+    decode: (reply) => Number(reply),
+  },
 );
 
 /**
@@ -370,7 +366,7 @@ return deleted
  * woken, as by RELEASE (the resource may be free and reserved for the leaver).
  * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake channel prefix.
  */
-export const LEAVE_QUEUE = script(
+export const LEAVE_QUEUE = defineScript(
   'leave-queue',
   `
 for i = 1, #KEYS, 2 do
@@ -384,6 +380,10 @@ for i = 1, #KEYS, 2 do
 end
 return 1
 `,
+  {
+    argv: (args: { waiter: string; wakePrefix: string }) => [args.waiter, args.wakePrefix],
+    decode: () => undefined,
+  },
 );
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { judgeAttempt } from '../../lib/core/judgement.js';
+import { judgeAttempt, nextStep, SPLIT_RETRIES } from '../../lib/core/judgement.js';
 import type { NodeOutcome, NodeReport } from '../../lib/core/outcome.js';
 
 const reports = (...outcomes: NodeOutcome[]): NodeReport[] => outcomes.map((outcome, i) => ({ node: `n${i}`, outcome }));
@@ -25,5 +25,30 @@ describe('judging a failed acquire attempt', () => {
 
   it('a round that reached a quorum too late is retried', () => {
     expect(judgeAttempt(reports('ok', 'ok', 'pending'), 2, true)).toMatchObject({ retryable: true });
+  });
+});
+
+describe('the step after a failed attempt', () => {
+  const busy = { kind: 'busy', split: false, retryable: true } as const;
+  const split = { ...busy, split: true } as const;
+  const refused = { kind: 'unreachable', split: false, retryable: false } as const;
+
+  it('retries within the caller\'s retry count, and gives up past it', () => {
+    expect(nextStep(busy, 1, 3)).toBe('retry');
+    expect(nextStep(busy, 3, 3)).toBe('retry');
+    expect(nextStep(busy, 4, 3)).toBe('give-up');
+    expect(nextStep(busy, 1, 0)).toBe('give-up');
+  });
+
+  it('never retries what a retry cannot change (refused connections)', () => {
+    expect(nextStep(refused, 1, 3)).toBe('give-up');
+  });
+
+  it('gives a split vote a few brief retries past the caller\'s own, then gives up', () => {
+    expect(nextStep(split, 2, 3)).toBe('retry');
+    expect(nextStep(split, 4, 3)).toBe('split-retry');
+    expect(nextStep(split, 3 + SPLIT_RETRIES, 3)).toBe('split-retry');
+    expect(nextStep(split, 4 + SPLIT_RETRIES, 3)).toBe('give-up');
+    expect(nextStep(split, 1, 0)).toBe('split-retry');
   });
 });

@@ -52,7 +52,7 @@ const LONG = 60_000; // a deadline no test reaches: every node answers first (wh
 describe('broadcast', () => {
   it("until 'quorum': decided as soon as a majority said yes; the others are pending, then filled in by late()", async () => {
     const nodes = fleet(5);
-    const round = broadcast(asNodes(nodes), send, classify, 3, LONG, 'quorum');
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 3, timeout: LONG, until: 'quorum' });
     expect(nodes.map((n) => n.sent)).toEqual([1, 1, 1, 1, 1]);
     nodes[4]!.answer(40);
     nodes[0]!.answer(10);
@@ -80,7 +80,7 @@ describe('broadcast', () => {
 
   it("until 'quorum': decided as soon as a majority has become impossible", async () => {
     const nodes = fleet(3);
-    const round = broadcast(asNodes(nodes), send, classify, 2, LONG, 'quorum');
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: LONG, until: 'quorum' });
     nodes[0]!.answer(null);
     expect(await isSettled(round)).toBe(false);
     nodes[1]!.answer(null);
@@ -93,7 +93,7 @@ describe('broadcast', () => {
 
   it("until 'all': waits for every node even after a majority said yes", async () => {
     const nodes = fleet(3);
-    const round = broadcast(asNodes(nodes), send, classify, 2, LONG, 'all');
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: LONG, until: 'all' });
     nodes[0]!.answer('OK');
     nodes[1]!.answer('OK');
     expect(await isSettled(round)).toBe(false);
@@ -106,7 +106,7 @@ describe('broadcast', () => {
 
   it('counts a node silent past the timeout as timeout, and its later answer does not change that', async () => {
     const nodes = fleet(3);
-    const round = broadcast(asNodes(nodes), send, classify, 2, 20, 'all');
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: 20, until: 'all' });
     nodes[0]!.answer('OK');
     const result = await round; // the deadline decides it
     expect(outcomes(result.reports)).toEqual(['ok', 'timeout', 'timeout']);
@@ -120,7 +120,7 @@ describe('broadcast', () => {
 
   it("'live' targets skip a node stalled on earlier commands: a timeout at once, nothing sent", async () => {
     const nodes = fleet(3, [1]);
-    const round = broadcast(asNodes(nodes), send, classify, 2, LONG, 'all');
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: LONG, until: 'all' });
     expect(nodes.map((n) => n.sent)).toEqual([1, 0, 1]);
     nodes[0]!.answer('OK');
     nodes[2]!.answer('OK');
@@ -131,7 +131,7 @@ describe('broadcast', () => {
 
   it('given targets: only those nodes get the command, stalled or not; the others count as ok', async () => {
     const nodes = fleet(3, [2]);
-    const round = broadcast(asNodes(nodes), send, classify, 2, LONG, 'all', [false, false, true]);
+    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: LONG, until: 'all', targets: [false, false, true] });
     expect(nodes.map((n) => n.sent)).toEqual([0, 0, 1]);
     nodes[2]!.answer(null);
     const result = await round;
@@ -149,7 +149,7 @@ describe('broadcast', () => {
       if (node.label === nodes[1]!.label) throw new Error('write after end');
       send(node, done);
     };
-    const round = broadcast(asNodes(nodes), throwing, classify, 2, LONG, 'all');
+    const round = broadcast({ nodes: asNodes(nodes), send: throwing, classify, quorum: 2, timeout: LONG, until: 'all' });
     nodes[0]!.fail(new Error('ERR something'));
     nodes[2]!.answer({ weird: true });
     const result = await round;

@@ -37,7 +37,7 @@ afterEach(async () => {
 
 describe('MemoryRedisNode', () => {
   it('has a JavaScript twin for every Lua script, written from the Lua as it is now', () => {
-    const all = Object.values(scripts).filter(
+    const all = (Object.values(scripts) as unknown[]).filter(
       (s): s is scripts.Script => typeof s === 'object' && s !== null && 'sha' in s && 'lua' in s,
     );
     expect(memoryNodeScripts().map((s) => s.name).sort()).toEqual(all.map((s) => s.name).sort());

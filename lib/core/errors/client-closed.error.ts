@@ -1,5 +1,5 @@
+import { formatResources } from '../log-safe.js';
 import { LockError } from './lock.error.js';
-import { formatResources } from './resource-busy.error.js';
 
 /**
  * The client was closed while this call was in flight, or before it: nothing

@@ -1,3 +1,4 @@
+import { describeValue } from '../log-safe.js';
 import { LockError } from './lock.error.js';
 
 /**
@@ -15,22 +16,6 @@ export class InvalidArgumentError extends LockError {
     readonly expected: string,
     received: unknown,
   ) {
-    super(`Expected \`${argument}\` to be ${expected}, got ${describe(received)}`);
+    super(`Expected \`${argument}\` to be ${expected}, got ${describeValue(received)}`);
   }
-}
-
-/** A short, log-safe rendering of an offending value (never the whole object). */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') {
-    const shown = value.length > 60 ? `${value.slice(0, 60)}…` : value;
-    return `${JSON.stringify(shown)} (string of length ${value.length})`;
-  }
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {
-    return `${String(value)} (${typeof value})`;
-  }
-  if (value === null) return 'null';
-  if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return `an array of length ${value.length}`;
-  if (typeof value === 'function') return 'a function';
-  return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
 }

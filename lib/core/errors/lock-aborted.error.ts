@@ -1,5 +1,5 @@
+import { formatResources } from '../log-safe.js';
 import { LockError } from './lock.error.js';
-import { formatResources } from './resource-busy.error.js';
 
 /** The caller's `AbortSignal` fired while acquiring; nothing is left on the nodes. */
 export class LockAbortedError extends LockError {

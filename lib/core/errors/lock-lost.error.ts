@@ -1,6 +1,6 @@
+import { formatResources } from '../log-safe.js';
 import type { AttemptReport } from '../outcome.js';
 import { LockError } from './lock.error.js';
-import { formatResources } from './resource-busy.error.js';
 
 /**
  * Why a held lock was found lost: its validity ran out, a majority no longer

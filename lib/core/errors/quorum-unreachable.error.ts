@@ -1,6 +1,6 @@
-import type { AttemptReport } from '../outcome.js';
+import { formatResources } from '../log-safe.js';
+import { describeAttempt, type AttemptReport } from '../outcome.js';
 import { LockError } from './lock.error.js';
-import { formatResources, summarize } from './resource-busy.error.js';
 
 /**
  * Too few nodes answered in time for a quorum (nodes down, hung, slow, or the
@@ -16,7 +16,7 @@ export class QuorumUnreachableError extends LockError {
     readonly attempts: readonly AttemptReport[],
     readonly quorum: number,
   ) {
-    super(`Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${summarize(attempts.at(-1))})`);
+    super(`Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${describeAttempt(attempts.at(-1))})`);
   }
 }
 

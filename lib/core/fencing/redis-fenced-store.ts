@@ -36,9 +36,9 @@ export class RedisFencedStore implements FencedStore {
   private async access(key: string, token: number, op: 'get' | 'set' | 'del', value?: string): Promise<unknown> {
     checkToken(token);
     const keys = [`${this.prefix}data:${key}`, `${this.prefix}token:${key}`];
-    const args = value === undefined ? [String(token), op] : [String(token), op, value];
-    const [accepted, result] = (await runScript(this.client, FENCED_ACCESS, keys, args)) as [number, string | null];
-    if (accepted !== 1) throw new StaleTokenError(key, token, Number(result));
-    return result;
+    const args = op === 'set' ? { token, op, value: value! } : { token, op };
+    const reply = FENCED_ACCESS.decode(await runScript(this.client, FENCED_ACCESS, keys, FENCED_ACCESS.argv(args)));
+    if (!reply.accepted) throw new StaleTokenError(key, token, reply.highest);
+    return reply.value;
   }
 }

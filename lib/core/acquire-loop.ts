@@ -1,0 +1,173 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { attemptAcquire, type AttemptOutcome } from './acquire-attempt.js';
+import type { AcquirePlan } from './acquire-plan.js';
+import type { Closing } from './closing.js';
+import { ClientClosedError } from './errors/client-closed.error.js';
+import { LockAbortedError } from './errors/lock-aborted.error.js';
+import type { LockError } from './errors/lock.error.js';
+import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
+import { ResourceBusyError } from './errors/resource-busy.error.js';
+import type { LockEvent } from './events.js';
+import type { HeldLocks } from './held-locks.js';
+import { judgeAttempt, nextStep, SPLIT_JITTER } from './judgement.js';
+import { Lock, type LockOwner } from './lock.js';
+import type { ResolvedOptions } from './options.js';
+import type { AttemptReport } from './outcome.js';
+import { retryDelayOf } from './quorum.js';
+import { callRound, type NodeSet } from './round.js';
+import { LEAVE_QUEUE } from './scripts.js';
+import { Turn } from './turn.js';
+import { doneVerdict } from './verdicts.js';
+import type { WakeNotifier } from './wake-notifier.js';
+
+/**
+ * Longest wait of an acquire for the first connections, ms. Past it the round
+ * is sent anyway, and nodes still connecting count as timeouts: a node that
+ * accepts TCP but never answers must not hold the first acquire up.
+ */
+const CONNECT_WAIT = 2000;
+
+/** What the loop uses of its client. */
+export interface AcquireHost {
+  readonly set: NodeSet;
+  /** The client, which the locks report to. */
+  readonly owner: LockOwner;
+  readonly options: ResolvedOptions;
+  readonly notifier: WakeNotifier;
+  readonly closing: Closing;
+  readonly locks: HeldLocks;
+  readonly wakePrefix: string;
+  /** The first connections, while they are being made. */
+  readonly connecting: () => Promise<void> | undefined;
+  readonly emit: (event: LockEvent) => void;
+}
+
+/** The retry loop of `acquire`, apart from the attempt (node-redlock's `_execute` beside `_attemptOperation`). */
+export class AcquireLoop {
+  // The host reaches the nodes' clients: truly private.
+  readonly #host: AcquireHost;
+
+  constructor(host: AcquireHost) {
+    this.#host = host;
+  }
+
+  /** Runs the plan: attempts (see `attemptAcquire`), judged, until one takes the lock or the call gives up. */
+  async run(plan: AcquirePlan): Promise<Lock> {
+    const { set, notifier, closing } = this.#host;
+    const attempts: AttemptReport[] = [];
+    /** The nodes any attempt went to: where a waiter may be queued. */
+    const queuedOn: boolean[] = set.nodes.map(() => false);
+    // This client's wake channel already subscribed (it waited before): watch from
+    // the first attempt, so a release during it is not missed.
+    let turn = plan.waiter && notifier.isSubscribed ? new Turn(notifier, plan.waiter, false) : undefined;
+    const fail = (error: LockError) => this.gaveUp(plan, error, attempts.length, turn, queuedOn);
+    const connecting = this.#host.connecting();
+    if (connecting) await closing.settles(connecting, Math.min(CONNECT_WAIT, plan.deadline - performance.now()), plan.signal);
+    for (let attempt = 1; ; attempt++) {
+      const stopped = this.stoppedFor(plan);
+      if (stopped) throw fail(stopped);
+      const outcome = await attemptAcquire(set, plan, this.#host.options.driftFactor, () => !plan.signal?.aborted && !closing.isClosed);
+      outcome.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
+      attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
+      if (outcome.taken) {
+        turn?.stop();
+        return this.handOver(plan, outcome, attempt);
+      }
+      const stoppedNow = this.stoppedFor(plan);
+      if (stoppedNow) throw fail(stoppedNow);
+      const judged = judgeAttempt(outcome.reports, set.quorum, outcome.reachedQuorum);
+      const error =
+        judged.kind === 'busy'
+          ? new ResourceBusyError(plan.names, attempts, judged.split)
+          : new QuorumUnreachableError('acquire', plan.names, attempts, set.quorum);
+      const step = nextStep(judged, attempt, plan.retry.retryCount);
+      if (step === 'give-up') throw fail(error);
+      const { retryDelay, retryJitter } = plan.retry;
+      const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
+      if (performance.now() + delay >= plan.deadline) throw fail(error);
+      if (plan.waiter && !turn) turn = new Turn(notifier, plan.waiter, true);
+      const interrupted = await this.waitTurn(plan, turn, delay);
+      if (interrupted) throw fail(interrupted);
+    }
+  }
+
+  /** Why the call must stop now, if it must: the client closed, or the caller aborted. */
+  private stoppedFor(plan: AcquirePlan): LockError | undefined {
+    if (this.#host.closing.isClosed) return new ClientClosedError(plan.names);
+    if (plan.signal?.aborted) return new LockAbortedError(plan.names, plan.signal.reason);
+    return undefined;
+  }
+
+  /** Waits for the retry delay, or less on a wake-up; returns the error when the client closed or the call was aborted meanwhile. */
+  private async waitTurn(plan: AcquirePlan, turn: Turn | undefined, delay: number): Promise<LockError | undefined> {
+    const stop = this.#host.closing.stopOnClose(plan.signal);
+    try {
+      await (turn ? turn.wait(delay, stop.signal) : sleep(delay, undefined, { signal: stop.signal }));
+      return undefined;
+    } catch {
+      return this.#host.closing.isClosed ? new ClientClosedError(plan.names) : new LockAbortedError(plan.names, plan.signal?.reason);
+    } finally {
+      stop.dispose();
+    }
+  }
+
+  /** The attempt took the lock: it is held, and handed to the caller. */
+  private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number): Lock {
+    const { owner, options, locks, emit } = this.#host;
+    const lock = new Lock(owner, {
+      id: plan.id,
+      resources: plan.names,
+      value: plan.value,
+      ttl: plan.ttl,
+      expiresAt: outcome.expiresAt,
+      fencingToken: plan.retention > 0 ? outcome.token : undefined,
+      attempts: attempt,
+      threshold: options.threshold,
+      maxExtensions: options.maxExtensions,
+    });
+    // A waiter stays in the queues while it holds the lock (the key keeps the
+    // others out anyway) and leaves them in its release: no round of its own.
+    // Only an attempt some node refused can have queued it.
+    const queuedAs = plan.waiter && (attempt > 1 || outcome.refused) ? plan.waiter : '';
+    locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
+    if (plan.autoExtend) lock.startAutoExtend();
+    emit({
+      type: 'acquired',
+      at: Date.now(),
+      lockId: lock.id,
+      resources: plan.names,
+      ttl: plan.ttl,
+      validity: Math.floor(outcome.validity),
+      attempts: attempt,
+      elapsed: performance.now() - plan.started,
+      fencingToken: lock.fencingToken,
+    });
+    return lock;
+  }
+
+  /** The call gives up with `error` (returned, to be thrown): it stops watching for its turn, leaves the queues, and says so. */
+  private gaveUp(plan: AcquirePlan, error: LockError, attempts: number, turn: Turn | undefined, queuedOn: readonly boolean[]): LockError {
+    turn?.stop();
+    // Any attempt a node refused queued this waiter there, turn or not.
+    if (plan.waiter && attempts > 0) this.leaveQueue(plan, queuedOn);
+    const { names: resources, started } = plan;
+    this.#host.emit(
+      error.code === 'RESOURCE_BUSY'
+        ? { type: 'busy', at: Date.now(), resources, attempts, elapsed: performance.now() - started }
+        : { type: 'acquire-failed', at: Date.now(), resources, code: error.code, attempts, elapsed: performance.now() - started },
+    );
+    return error;
+  }
+
+  /**
+   * A waiter that gave up leaves the queues of every node an attempt went to,
+   * and wakes the next waiter if it was first. Sent to nodes that look hung too
+   * (queued behind their backlog): skipped, a node that was only slow under
+   * load would keep the waiter's reservation, and the resource refused, for
+   * the whole life of its queue entry.
+   */
+  private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[]): void {
+    const call = LEAVE_QUEUE.call(plan.keys.queues, { waiter: plan.waiter, wakePrefix: this.#host.wakePrefix });
+    void callRound(call, doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
+  }
+}

@@ -1,0 +1,122 @@
+import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import { validateResources, type KeyLayout, type LockKeys } from './keys.js';
+import { checkTtl, resolveRetry, type AcquireOptions, type ResolvedOptions } from './options.js';
+import { queuePosition } from './queue-position.js';
+import type { RandomPool } from './random-pool.js';
+import { validityOf } from './quorum.js';
+import type { Call } from './script.js';
+import { ACQUIRE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply } from './scripts.js';
+
+/** What a client knows that every acquire plan is made from. */
+export interface PlanContext {
+  readonly options: ResolvedOptions;
+  readonly layout: KeyLayout;
+  /**
+   * Some node is a Redis Cluster. Its client may send a command again on its own
+   * (a redirection, a failover), where a bare SET NX would then read its own key
+   * as another holder's: with such a node, the client always sends the ACQUIRE
+   * script, which knows its own value.
+   */
+  readonly clustered: boolean;
+  /** Names this client in its waiters' ids. */
+  readonly clientId: string;
+  /** `<prefix>wake:`: a release wakes a waiter on this, followed by its client id. */
+  readonly wakePrefix: string;
+  /** Appended to every lock value: the holder identity, if recorded. */
+  readonly identity: string;
+  /** Where lock values come from. */
+  readonly random: RandomPool;
+  readonly nodeTimeoutFor: (ttl: number, override?: number) => number;
+}
+
+/** Everything one `acquire` call decides before its first attempt: computed once, read by every attempt. */
+export interface AcquirePlan {
+  readonly names: readonly string[];
+  readonly ttl: number;
+  readonly keys: LockKeys;
+  /** The lock's public id. */
+  readonly id: string;
+  /** The secret value, with the holder identity. */
+  readonly value: string;
+  /** The id under which this call queues (fair waiting, with retries); '' when it does not. */
+  readonly waiter: string;
+  readonly nodeTimeout: number;
+  readonly retry: ReturnType<typeof resolveRetry>;
+  readonly signal: AbortSignal | undefined;
+  readonly autoExtend: boolean;
+  /** `performance.now()` at the call, and past which no attempt starts. */
+  readonly started: number;
+  readonly deadline: number;
+  /** Counters are kept this long, ms; 0: fencing off. */
+  readonly retention: number;
+  /** The acquire of one attempt (made per attempt: the fencing floor is read from the clock). */
+  readonly acquire: () => Call<AcquireReply>;
+  /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. */
+  readonly undo: Call<number>;
+}
+
+/** Bytes of randomness in a lock's secret value (160 bits). */
+const VALUE_BYTES = 20;
+
+/**
+ * One draw for both: the secret value (followed by the holder identity), and
+ * the public id (unrelated bytes), which doubles as the waiter id in the nodes' queues.
+ */
+function drawValue(random: RandomPool, identity: string): { value: string; id: string } {
+  return random.take(VALUE_BYTES + 8, (bytes, at) => ({
+    value: bytes.toString('base64url', at, at + VALUE_BYTES) + identity,
+    id: bytes.toString('hex', at + VALUE_BYTES, at + VALUE_BYTES + 8),
+  }));
+}
+
+/** Checks the arguments of one `acquire` call and makes its plan. */
+export function planAcquire(
+  context: PlanContext,
+  resources: string | readonly string[],
+  ttl: number | undefined,
+  options: AcquireOptions,
+): AcquirePlan {
+  const { options: client, layout, wakePrefix } = context;
+  const names = validateResources(resources);
+  const lockTtl = checkTtl(ttl ?? client.ttl);
+  // Below this the drift allowance alone leaves no validity: no attempt could succeed.
+  const allowance = lockTtl - validityOf(lockTtl, 0, client.driftFactor);
+  if (lockTtl - allowance < 1) throw new InvalidArgumentError('ttl', `more than ${allowance} ms (the drift allowance)`, lockTtl);
+  const retry = resolveRetry(options, client);
+  const nodeTimeout = context.nodeTimeoutFor(lockTtl, options.nodeTimeout);
+  const started = performance.now();
+  const { fencingRetention: retention, fairWaiting: fair } = client;
+  const keys = layout.forLock(names, retention > 0, fair);
+  const { value, id } = drawValue(context.random, context.identity);
+  // A waiter's id names its client, whose channel the release wakes it on.
+  const waiter = fair && retry.retryCount > 0 ? `${context.clientId}.${id}` : '';
+  // A queue entry lives long enough to survive the wait until the next attempt.
+  const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
+  const args: AcquireArgs = {
+    value,
+    ttl: lockTtl,
+    fair: !fair ? undefined : waiter ? { join: { waiter, since: queuePosition(), entryTtl } } : {},
+  };
+  // The plain protocol on one resource needs no script: the wire's floor.
+  const plain = names.length === 1 && retention === 0 && !fair && !context.clustered;
+  return {
+    names,
+    ttl: lockTtl,
+    keys,
+    id,
+    value,
+    waiter,
+    nodeTimeout,
+    retry,
+    signal: options.signal,
+    autoExtend: options.autoExtend === true,
+    started,
+    deadline: retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout,
+    retention,
+    acquire: plain
+      ? () => SET_NX.call(keys.acquire, args)
+      : // The fencing token's floor: this clock in µs, one value for every node.
+        () => ACQUIRE.call(keys.acquire, { ...args, fencing: retention > 0 ? { retention, floor: Date.now() * 1000 } : undefined }),
+    undo: RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix, undoneBy: waiter } : undefined }),
+  };
+}

@@ -1,0 +1,54 @@
+import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import { LockNode, type NodeSpec } from './node.js';
+
+/**
+ * The nodes of a client, one per spec, checked: a URL must look like one, and
+ * two specs must not name one server (nodes must fail independently). On any
+ * error the nodes made so far are closed.
+ */
+export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new InvalidArgumentError('nodes', 'a non-empty array of ioredis clients, URLs or options', specs);
+  }
+  const nodes: LockNode[] = [];
+  const seen = new Map<string, number>();
+  try {
+    specs.forEach((spec, i) => {
+      if (spec === null || (typeof spec !== 'string' && typeof spec !== 'object')) {
+        throw new InvalidArgumentError(`nodes[${i}]`, 'an ioredis client, a URL or an options object', spec);
+      }
+      // An unset environment variable split on commas gives '': it must not become localhost:6379.
+      if (typeof spec === 'string' && !NODE_URL.test(spec)) {
+        throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", withoutCredentials(spec));
+      }
+      let node: LockNode;
+      try {
+        node = LockNode.from(spec);
+      } catch (error) {
+        throw new InvalidArgumentError(`nodes[${i}]`, `a node ioredis accepts (${error instanceof Error ? error.message : String(error)})`, typeof spec === 'string' ? withoutCredentials(spec) : spec);
+      }
+      nodes.push(node);
+      const first = seen.get(node.identity);
+      if (first !== undefined) {
+        throw new InvalidArgumentError(
+          `nodes[${i}]`,
+          `a server different from nodes[${first}] (nodes must fail independently)`,
+          node.label,
+        );
+      }
+      seen.set(node.identity, i);
+    });
+  } catch (error) {
+    for (const node of nodes) void node.close(0);
+    throw error;
+  }
+  return nodes;
+}
+
+/** What a node given as a string must look like. */
+const NODE_URL = /^(rediss?:\/\/[^\s]+|\/[^\s]*)$/i;
+
+/** A node URL as an error may show it: any user and password replaced. */
+function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1***@');
+}

@@ -1,0 +1,50 @@
+import type { LockEvent } from './events.js';
+import type { LockNode } from './node.js';
+
+/** How a client watches its nodes: what its restart guard is, and where events go. */
+export interface NodeWatch {
+  /** The `restartGuard` option: 0 (off), 'auto', or a window in ms. */
+  readonly restartGuard: number | 'auto';
+  /** The 'auto' guard's window: as long as the longest lock this client took or extended may have lived. */
+  readonly autoWindow: () => number;
+  readonly emit: (event: LockEvent) => void;
+}
+
+/**
+ * Reports each node's errors, hangs and restarts as events, and arms the
+ * restart guard. Returns the functions that take the listeners off again.
+ */
+export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() => void)[] {
+  const detach: (() => void)[] = [];
+  const { restartGuard: guard, emit } = watch;
+  for (const node of nodes) {
+    const report = (error: Error) => emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
+    node.client.on('error', report);
+    detach.push(() => node.client.off('error', report));
+    node.watchHung((silentFor) => emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
+    // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
+    if (guard === 0 || node.kind === 'cluster') continue;
+    detach.push(
+      node.guardRestarts({
+        window: guard === 'auto' ? watch.autoWindow : () => guard,
+        atFirstContact: guard !== 'auto',
+        failOpen: guard === 'auto',
+        onRestart: (restarted, excludedFor) => emit({ type: 'node-restarted', at: Date.now(), node: restarted.label, excludedFor }),
+        onUnguardable: (unguarded, message) => emit({ type: 'node-error', at: Date.now(), node: unguarded.label, message }),
+      }),
+    );
+  }
+  return detach;
+}
+
+/** Calls `done` once a quorum of nodes is connected, or every node has connected or failed once. */
+export function connectQuorum(nodes: readonly LockNode[], quorum: number, done: () => void): void {
+  let up = 0;
+  let settled = 0;
+  const count = (ok: boolean) => {
+    settled++;
+    if (ok) up++;
+    if (up >= quorum || settled === nodes.length) done();
+  };
+  for (const node of nodes) node.connect().then(count, () => count(false));
+}
