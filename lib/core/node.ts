@@ -37,7 +37,14 @@ const OWNED_DEFAULTS: RedisOptions = {
   // How long ioredis waits for a closed socket to confirm before destroying it
   // (default 2 s, which keeps a process alive after close() with a node down).
   ...({ disconnectTimeout: 100 } as RedisOptions),
+  // ioredis waits 50 ms more before each new reconnect, up to 2 s: after a long
+  // outage a node that is back again would count only seconds later. A refused
+  // connect costs next to nothing, so try at least every RECONNECT_MAX ms.
+  retryStrategy: (times: number) => Math.min(times * 50, RECONNECT_MAX),
 };
+
+/** Longest pause between reconnects of a connection the client opened, ms. */
+export const RECONNECT_MAX = 200;
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
 
