@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { ACQUIRE, runScript, SET_NX, type Script } from '../../lib/core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, runScript, type Script } from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour } from './lock-behaviour.js';
-import { CallDrawer, KINDS, seeded, WAKE_CHANNELS, type Command, type Side } from './script-calls.js';
 
 // The same suite as memory.spec.ts, on three redis-server nodes: what the
 // in-memory nodes of nest-redlock/testing promise is what Redis does.
@@ -24,12 +23,11 @@ describeLockBehaviour('redis-server nodes', async () => {
 });
 
 /**
- * Below the lock client: the same random sequence of calls of every script
- * (and of the plain protocol's SET NX) on a redis-server and on a
- * MemoryRedisNode must give the same replies, the same keys after every step
- * and the same PUBLISH messages. Clock readings (fencing counters reborn from
- * TIME, queue deadlines) and remaining ttls differ by nature and are compared
- * by kind only.
+ * Below the lock client: the same random sequence of script calls on a
+ * redis-server and on a MemoryRedisNode must give the same replies, the same
+ * PUBLISH messages and the same keys. Clock readings (fencing counters reborn
+ * from TIME, queue deadlines) and remaining ttls differ by nature and are
+ * compared by kind only.
  */
 describe('MemoryRedisNode scripts answer like Redis', () => {
   let fleet: RedisFleet;
@@ -55,76 +53,132 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     if (typeof value === 'number' && value > 100) return 'ttl';
     return value;
   };
-  const failure = (e: Error) => `error ${e.message.split(' ')[0]}`;
-
-  const send = (client: Redis | MemoryRedisNode, { script, keys, args }: Command, side: Side): Promise<unknown> => {
-    if (script === SET_NX) return (client as Redis).set(keys[0]!, args(side)[0]!, 'PX', args(side)[1]!, 'NX'); // the same signature on both
-    return runScript(client, script as Script, keys, args(side));
-  };
-
-  /** A step's commands, run one after the other with nothing between them (a MULTI on Redis); their replies. */
-  const runOn = async (side: Side, client: Redis | MemoryRedisNode, commands: readonly Command[]): Promise<unknown[]> => {
-    if (commands.length === 1) return [await send(client, commands[0]!, side).catch(failure)];
-    if (side === 'memory') return Promise.all(commands.map((c) => send(client, c, side).catch(failure)));
-    const multi = (client as Redis).multi();
-    for (const { script, keys, args } of commands) multi.eval((script as Script).lua, keys.length, ...keys, ...args(side));
-    const replies = (await multi.exec()) ?? [];
-    return replies.map(([error, reply]) => (error ? failure(error) : reply));
-  };
-
-  /** Every key with its type, content and whether it expires (queue deadlines are clock readings). */
-  const snapshot = async (client: Redis | MemoryRedisNode) => {
-    const out: Record<string, unknown> = {};
-    for (const key of (await client.keys('d:*')).sort()) {
-      const [type, pttl] = await Promise.all([client.type(key), client.pttl(key)]);
-      const content =
-        type === 'string'
-          ? normalize(await client.get(key))
-          : type === 'zset'
-            ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
-            : normalize(Object.entries(await client.hgetall(key)).sort());
-      out[key] = { type, content, expires: pttl >= 0 ? 'yes' : pttl };
-    }
-    return out;
-  };
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [0x5eed, 7, 42];
 
-  it.each(SEEDS)(`on ${STEPS} random calls of every script (seed %i)`, async (seed) => {
+  it.each(SEEDS)(`on ${STEPS} random calls of every script (seed %i)`, async (initialSeed) => {
     await redis.flushall();
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();
     const memorySubscriber = memory.duplicate();
-    const published: Record<Side, string[]> = { redis: [], memory: [] };
+    // Waiters of two clients: a release wakes the first waiter on its client's channel.
+    const channels = ['d:wake:c1', 'd:wake:c2'];
+    const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
     redisSubscriber.on('message', (c: string, m: string) => published.redis.push(`${c} ${m}`));
     memorySubscriber.on('message', (c: string, m: string) => published.memory.push(`${c} ${m}`));
-    await redisSubscriber.subscribe(...WAKE_CHANNELS);
-    await memorySubscriber.subscribe(...WAKE_CHANNELS);
+    await redisSubscriber.subscribe(...channels);
+    await memorySubscriber.subscribe(...channels);
 
-    const drawer = new CallDrawer(seeded(seed));
-    const kinds = new Set<string>();
-    let queued = 0; // steps after which some queue existed
+    // mulberry32: a small seeded generator, so that a failure can be replayed.
+    let seed = initialSeed;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const subset = () => {
+      const all = ['a', 'b', 'c'].filter(() => random() < 0.5);
+      return all.length ? all : [pick(['a', 'b', 'c'])];
+    };
+    const values = ['v1', 'v2', 'v3'];
+    const waiters = ['c1.w1', 'c1.w2', 'c2.w3', 'c2.w4'];
+    const base = Date.now();
+    const tokens = { redis: 0, memory: 0 };
+
+    /** Runs one call on both; `args` (drawn before, not inside) differs by side only in a token each side issued. */
+    const run = async (script: Script, keys: string[], args: (side: 'redis' | 'memory') => (string | number)[]) => {
+      const [fromRedis, fromMemory] = await Promise.all([
+        runScript(redis, script, keys, args('redis')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
+        runScript(memory, script, keys, args('memory')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
+      ]);
+      return { fromRedis, fromMemory };
+    };
+
+    const steps: string[] = [];
     for (let step = 0; step < STEPS; step++) {
-      const call = drawer.draw(step);
-      const [fromRedis, fromMemory] = await Promise.all([runOn('redis', redis, call.commands), runOn('memory', memory, call.commands)]);
-      if (call.settle) await new Promise((resolve) => setTimeout(resolve, call.settle));
-      call.commands.forEach(({ script }, i) => {
-        for (const [side, replies] of [['redis', fromRedis], ['memory', fromMemory]] as const) {
-          const reply = replies[i];
-          if (script === ACQUIRE && Array.isArray(reply) && reply[0] === 1 && reply[1] > 0) drawer.tokens[side] = reply[1] as number;
+      const resources = subset();
+      const locks = resources.map((r) => `d:lock:${r}`);
+      const fences = resources.map((r) => `d:fence:${r}`);
+      const queues = resources.flatMap((r) => [`d:queue:${r}`, `d:queue-deadlines:${r}`]);
+      const value = pick(values);
+      const kind = pick(['acquire', 'acquire', 'acquire', 'confirm', 'extend', 'release', 'release', 'leave', 'inspect', 'fenced']);
+      let result: { fromRedis: unknown; fromMemory: unknown };
+      switch (kind) {
+        case 'acquire': {
+          const fencing = random() < 0.6;
+          const fair = random() < 0.7;
+          const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
+          // First-attempt times from a small set: ties in the queue are ordered by waiter id.
+          const waiter = fair ? pick([...waiters, '-']) : '';
+          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000`;
+          const args = [value, pick([30_000, 100_000]), spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
+          result = await run(ACQUIRE, keys, () => args);
+          for (const side of ['redis', 'memory'] as const) {
+            const reply = side === 'redis' ? result.fromRedis : result.fromMemory;
+            if (Array.isArray(reply) && reply[0] === 1 && reply[1] > 0) tokens[side] = reply[1] as number;
+          }
+          break;
         }
+        case 'confirm': {
+          const above = pick([0, 1, 5]);
+          result = await run(CONFIRM_TOKEN, [...locks, ...fences], (side) => [value, String(tokens[side] + above), resources.length, 60_000]);
+          break;
+        }
+        case 'extend': {
+          const ttl = pick([30_000, 100_000]);
+          result = await run(EXTEND, locks, () => [value, ttl]);
+          break;
+        }
+        case 'release': {
+          const fair = random() < 0.7;
+          const leaving = pick(['', ...waiters]); // a holder that had queued leaves the queues
+          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => (fair ? [value, 'd:wake:', leaving] : [value]));
+          break;
+        }
+        case 'leave': {
+          const args = [pick(waiters), 'd:wake:'];
+          result = await run(LEAVE_QUEUE, queues, () => args);
+          break;
+        }
+        case 'inspect': {
+          const r = resources[0]!;
+          result = await run(INSPECT, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`], () => []);
+          break;
+        }
+        default: {
+          const r = resources[0]!;
+          const op = pick(['get', 'set', 'del']);
+          const args = op === 'set' ? [pick([1, 2, 3, 4]), op, pick(values)] : [pick([1, 2, 3, 4]), op];
+          result = await run(FENCED_ACCESS, [`d:data:${r}`, `d:token:${r}`], () => args);
+        }
+      }
+      steps.push(`${step} ${kind} ${resources.join(',')}`);
+      expect({ step: steps.at(-1), reply: normalize(result.fromMemory) }).toEqual({
+        step: steps.at(-1),
+        reply: normalize(result.fromRedis),
       });
-      kinds.add(call.kind);
-      const where = `${step} ${call.kind} ${call.resources.join(',')}`;
-      expect({ where, replies: normalize(fromMemory) }).toEqual({ where, replies: normalize(fromRedis) });
-      const [inRedis, inMemory] = await Promise.all([snapshot(redis), snapshot(memory)]);
-      expect({ where, keys: inMemory }).toEqual({ where, keys: inRedis });
-      if (Object.keys(inRedis).some((k) => k.startsWith('d:queue:'))) queued++;
     }
 
-    expect([...kinds].sort()).toEqual([...new Set(KINDS)].sort());
-    expect(queued).toBeGreaterThan(STEPS / 4);
+    // The same keys, each with the same content (queue deadlines are clock readings).
+    const snapshot = async (client: Redis | MemoryRedisNode) => {
+      const out: Record<string, unknown> = {};
+      for (const key of (await client.keys('d:*')).sort()) {
+        const type = await client.type(key);
+        out[key] =
+          type === 'string'
+            ? normalize(await client.get(key))
+            : type === 'zset'
+              ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
+              : normalize(Object.entries(await client.hgetall(key)).sort());
+      }
+      return out;
+    };
+    const [inRedis, inMemory] = await Promise.all([snapshot(redis), snapshot(memory)]);
+    expect(inMemory).toEqual(inRedis);
+    expect(Object.keys(inRedis).some((k) => k.startsWith('d:queue:'))).toBe(true);
     await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
     expect(published.memory).toEqual(published.redis);
     expect(published.redis.length).toBeGreaterThan(0);
