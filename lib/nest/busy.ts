@@ -6,6 +6,8 @@ const DEFAULT_WAIT = 5000;
 
 /** What a `@Locked` call does when its resource is busy, every default applied. */
 export interface ResolvedBusy {
+  /** Controller handlers answer their caller; other methods (cron, interval, providers) can be skipped. */
+  readonly kind: 'controller' | 'method';
   readonly mode: 'skip' | 'throw' | 'wait';
   /** ms to wait in `wait` mode. */
   readonly wait: number;
@@ -24,6 +26,7 @@ export function resolveBusy(kind: 'controller' | 'method', moduleDefault?: BusyO
   const base: BusyOptions = kind === 'controller' ? { mode: 'throw', status: 409 } : { mode: 'skip' };
   const busy = { ...base, ...moduleDefault, ...own };
   return {
+    kind,
     mode: busy.mode ?? 'skip',
     wait: busy.wait ?? DEFAULT_WAIT,
     afterWait: kind === 'controller' ? 'throw' : 'skip',

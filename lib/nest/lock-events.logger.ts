@@ -55,7 +55,9 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
       case 'busy':
         return logger.debug?.(`${formatResources(event.resources)} busy after ${event.attempts} attempt(s)`);
       case 'skipped':
-        return logger.debug?.(`Skipped ${event.method}: ${formatResources(event.resources)} busy`);
+        return logger.debug?.(
+          `Skipped ${event.method}: ${formatResources(event.resources)} ${event.reason === 'busy' ? 'busy' : 'could not be locked (too few nodes answered)'}`,
+        );
       case 'acquired':
         return logger.verbose?.(
           `Acquired ${formatResources(event.resources)} as ${event.lockId} in ${event.elapsed.toFixed(1)} ms (token ${event.fencingToken ?? '-'})`,

@@ -1,11 +1,12 @@
 import { filter, type OperatorFunction } from 'rxjs';
 import type { LockEvent } from '../core/events.js';
 
-/** A `@Locked` method did not run because its resource was busy. */
+/** A `@Locked` method did not run: its resource was busy, or too few nodes answered to lock it. */
 export interface LockSkippedEvent {
   readonly type: 'skipped';
   readonly at: number;
   readonly resources: readonly string[];
+  readonly reason: 'busy' | 'unreachable';
   /** `ClassName.methodName` of the skipped method. */
   readonly method: string;
 }

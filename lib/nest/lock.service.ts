@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
+import { QuorumUnreachableError } from '../core/errors/quorum-unreachable.error.js';
 import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
 import { validateResources } from '../core/keys.js';
 import type { Lock } from '../core/lock.js';
@@ -118,9 +119,12 @@ export class LockService implements LockedRunner, LockTaker {
         ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
       });
     } catch (error) {
-      if (!(error instanceof ResourceBusyError) || busy.mode === 'throw') throw error;
-      if (busy.mode === 'wait' && busy.afterWait === 'throw') throw error;
-      this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method });
+      const skips = busy.mode === 'skip' || (busy.mode === 'wait' && busy.afterWait === 'skip');
+      // A method that skips when busy (a cron tick) skips when the nodes are down too: the
+      // client's acquire-failed warning is its one log line, not the scheduler's stack dump.
+      const reason = error instanceof ResourceBusyError ? 'busy' : error instanceof QuorumUnreachableError && busy.kind === 'method' ? 'unreachable' : undefined;
+      if (!reason || !skips) throw error;
+      this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method, reason });
       return null;
     }
   }

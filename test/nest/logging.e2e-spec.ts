@@ -4,7 +4,7 @@ import { Controller, Get, Injectable, type INestApplication, type LoggerService 
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { filter, firstValueFrom } from 'rxjs';
-import { LockService, Locked, RedlockModule, type RedlockModuleOptions } from '../../lib/index.js';
+import { LockService, Locked, RedlockModule, type RedlockEvent, type RedlockModuleOptions } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
@@ -155,6 +155,28 @@ describe('logging', () => {
     } finally {
       process.env.NODE_ENV = env;
       for (const listener of saved) process.on('SIGTERM', listener);
+    }
+  });
+
+  it('skips a cron-like method when a majority of nodes is down, with one warning line and no rejection to dump (issue 18.19)', async () => {
+    const { logger, lines } = recorder();
+    const app = await start({ logger, retryCount: 0 });
+    await app.init();
+    const events: RedlockEvent[] = [];
+    app.get(LockService).events$.subscribe((e) => events.push(e));
+    const jobs = app.get(Jobs);
+    expect(await jobs.plain()).toBe('done');
+    await fleet.kill(1);
+    await fleet.kill(2);
+    try {
+      await expect(jobs.plain()).resolves.toBeUndefined(); // skipped, as when busy: nothing for the scheduler to log
+      expect(events.filter((e) => e.type === 'skipped')).toEqual([expect.objectContaining({ reason: 'unreachable', method: 'Jobs.plain' })]);
+      // One line about this run (node-level lines about the killed nodes are their own matter).
+      const about = lines.filter((l) => l.message.includes('"plain"') && l.level !== 'debug' && l.level !== 'verbose');
+      expect(about).toEqual([{ level: 'warn', message: expect.stringContaining('QUORUM_UNREACHABLE') }]);
+      expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+    } finally {
+      await Promise.all([fleet.restart(1), fleet.restart(2)]);
     }
   });
 
