@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { ResourceInspection } from '../core/inspection.js';
-import { Redlock } from '../core/redlock.js';
+import { type ResourceInspection, Redlock } from '../core/index.js';
 
 const USAGE = `Usage: nest-redlock inspect <resource> --nodes <url,url,...> [--prefix redlock:] [--json]
 

@@ -6,4 +6,4 @@ export type {
   RedlockHealthResult,
   RedlockNodeDetails,
 } from './redlock-health.interface.js';
-export type { NodeHealth } from '../core/node-health.js';
+export type { NodeHealth } from '../core/index.js';

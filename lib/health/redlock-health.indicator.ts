@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { Redlock } from '../core/redlock.js';
+import { Redlock } from '../core/index.js';
 import type { RedlockHealthDetails, RedlockHealthOptions, RedlockHealthResult } from './redlock-health.interface.js';
 
 /**

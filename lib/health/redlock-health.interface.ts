@@ -1,4 +1,4 @@
-import type { NodeHealth } from '../core/node-health.js';
+import type { NodeHealth } from '../core/index.js';
 
 /** Per-call settings of `RedlockHealthIndicator.isHealthy`. */
 export interface RedlockHealthOptions {

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
+import { InvalidArgumentError } from '../core/index.js';
 import type { BusyOptions } from './redlock-module-options.interface.js';
 
 /** A busy resource waits this long by default in `wait` mode, ms. */

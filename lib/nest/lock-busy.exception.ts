@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { STATUS_CODES } from 'node:http';
-import type { ResourceBusyError } from '../core/errors/resource-busy.error.js';
+import type { ResourceBusyError } from '../core/index.js';
 
 /** Answered by a busy `@Locked` HTTP handler: 409 Conflict unless configured otherwise (the reason phrase follows the status). */
 export class LockBusyException extends HttpException {

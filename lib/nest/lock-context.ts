@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Lock } from '../core/lock.js';
+import type { Lock } from '../core/index.js';
 import type { LockKeyContext } from './lock-key.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type LoggerService, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
-import { formatResources } from '../core/log-safe.js';
+import { formatResources } from '../core/layers.js';
 import type { RedlockEvent } from './lock-events.js';
 import { LockService } from './lock.service.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';

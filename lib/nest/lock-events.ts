@@ -1,5 +1,5 @@
 import { filter, type OperatorFunction } from 'rxjs';
-import type { LockEvent } from '../core/events.js';
+import type { LockEvent } from '../core/index.js';
 
 /** A `@Locked` method did not run: its resource was busy, or too few nodes answered to lock it. */
 export interface LockSkippedEvent {

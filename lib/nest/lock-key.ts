@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
+import { InvalidArgumentError } from '../core/index.js';
 
 /**
  * What a key is built from: `args`, the method's arguments as it receives

@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import type { QuorumUnreachableError } from '../core/errors/quorum-unreachable.error.js';
+import type { QuorumUnreachableError } from '../core/index.js';
 
 /**
  * Answered by a `@Locked` HTTP handler whose lock could not be taken because

@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
-import { QuorumUnreachableError } from '../core/errors/quorum-unreachable.error.js';
-import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
-import { validateResources } from '../core/keys.js';
-import type { Lock } from '../core/lock.js';
-import type { AcquireOptions } from '../core/options.js';
-import type { ResourceInspection } from '../core/inspection.js';
-import { Redlock } from '../core/redlock.js';
+import { QuorumUnreachableError, ResourceBusyError, type Lock, type AcquireOptions, type ResourceInspection, Redlock } from '../core/index.js';
+import { validateResources } from '../core/layers.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import type { LockedMetadata } from './locked.metadata.js';

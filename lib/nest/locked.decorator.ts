@@ -1,4 +1,4 @@
-import { checkTtl } from '../core/options.js';
+import { checkTtl } from '../core/layers.js';
 import { isObservable, type Observable } from 'rxjs';
 import { checkBusy } from './busy.js';
 import { checkKey, type LockKey } from './lock-key.js';

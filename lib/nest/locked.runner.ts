@@ -1,10 +1,7 @@
 import { BadRequestException } from '@nestjs/common';
 import { from, isObservable, Observable, of } from 'rxjs';
-import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
-import { QuorumUnreachableError } from '../core/errors/quorum-unreachable.error.js';
-import { ResourceBusyError } from '../core/errors/resource-busy.error.js';
-import { validateResources } from '../core/keys.js';
-import type { Lock } from '../core/lock.js';
+import { InvalidArgumentError, QuorumUnreachableError, ResourceBusyError, type Lock } from '../core/index.js';
+import { validateResources } from '../core/layers.js';
 import { heldInScope, heldLocks, requestFor, withLock, type RequestScope } from './lock-context.js';
 import { afterPipes, resolveKey, type RouteArgs } from './lock-key.js';
 import { LockBusyException } from './lock-busy.exception.js';

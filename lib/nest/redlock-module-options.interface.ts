@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import type { RedlockOptions } from '../core/options.js';
+import type { RedlockOptions } from '../core/index.js';
 
 /** What a locked method does when its resource is held by someone else. */
 export interface BusyOptions {

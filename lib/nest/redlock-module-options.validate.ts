@@ -1,5 +1,4 @@
-import { InvalidArgumentError } from '../core/errors/invalid-argument.error.js';
-import type { RedlockOptions } from '../core/options.js';
+import { InvalidArgumentError, type RedlockOptions } from '../core/index.js';
 import { checkBusy, checkStatus } from './busy.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 

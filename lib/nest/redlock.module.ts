@@ -1,6 +1,6 @@
 import { Module, type OnApplicationShutdown } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { Redlock } from '../core/redlock.js';
+import { Redlock } from '../core/index.js';
 import { LockService } from './lock.service.js';
 import { LockEventsLogger } from './lock-events.logger.js';
 import { LockedExplorer } from './locked.explorer.js';

@@ -1,6 +1,4 @@
-import type { NodeSpec } from '../core/node.js';
-import type { RedlockOptions } from '../core/options.js';
-import { Redlock } from '../core/redlock.js';
+import { type NodeSpec, type RedlockOptions, Redlock } from '../core/index.js';
 import { createMemoryNodes, MemoryRedisNode } from './memory-node.js';
 
 /** Nodes for a test client: a count of new in-memory nodes, or nodes made by the test (to fail them, read their keys). */

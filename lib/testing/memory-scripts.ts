@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/layers.js';
 import type { Ops } from './memory-data.js';
 
 /** A script argument as ioredis takes it. */

@@ -1,0 +1,10 @@
+/**
+ * What the core offers the layers above it (lib/nest, lib/health, lib/testing,
+ * the CLI) beyond its public API (`index.ts`): checks they apply at their own
+ * boundary, the log-safe rendering of resources, and the scripts the testing
+ * module mirrors. Not exported from the package.
+ */
+export { validateResources } from './keys.js';
+export { checkTtl } from './options.js';
+export { formatResources } from './log-safe.js';
+export { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from './scripts.js';
