@@ -53,23 +53,27 @@ export function runLocked(
       throw error;
     }
     if (heldInScope(resources, outer)) return call();
-    return lockedStream(taker, metadata, resources, busy, outer, call, (error) => httpError(request, options, busy, error));
+    return lockedStream({ taker, metadata, resources, busy, outer, call }, (error) => httpError(request, options, busy, error));
   }
   const resources = validateResources(resolveKey(metadata.key, { args }));
   if (heldInScope(resources, outer)) return call();
   const busy = resolveBusy('method', options.methodBusy, metadata.options.busy);
-  if (metadata.returnsObservable) return lockedStream(taker, metadata, resources, busy, outer, call, (error) => error);
-  return lockedPromise(taker, metadata, resources, busy, outer, call);
+  const locked: LockedCall = { taker, metadata, resources, busy, outer, call };
+  if (metadata.returnsObservable) return lockedStream(locked, (error) => error);
+  return lockedPromise(locked);
 }
 
-async function lockedPromise(
-  taker: LockTaker,
-  metadata: LockedMetadata,
-  resources: readonly string[],
-  busy: ResolvedBusy,
-  outer: readonly Lock[],
-  call: () => unknown,
-): Promise<unknown> {
+/** One call to run under its lock: who takes it, on what, how busy is handled, the locks already held, and the method call. */
+interface LockedCall {
+  readonly taker: LockTaker;
+  readonly metadata: LockedMetadata;
+  readonly resources: readonly string[];
+  readonly busy: ResolvedBusy;
+  readonly outer: readonly Lock[];
+  readonly call: () => unknown;
+}
+
+async function lockedPromise({ taker, metadata, resources, busy, outer, call }: LockedCall): Promise<unknown> {
   const lock = await taker.take(resources, metadata, busy);
   if (!lock) return undefined;
   try {
@@ -87,15 +91,7 @@ async function lockedPromise(
   }
 }
 
-function lockedStream(
-  taker: LockTaker,
-  metadata: LockedMetadata,
-  resources: readonly string[],
-  busy: ResolvedBusy,
-  outer: readonly Lock[],
-  call: () => unknown,
-  mapError: (error: unknown) => unknown,
-): Observable<unknown> {
+function lockedStream({ taker, metadata, resources, busy, outer, call }: LockedCall, mapError: (error: unknown) => unknown): Observable<unknown> {
   return new Observable<unknown>((subscriber) => {
     let lock: Lock | null = null;
     let settled = false;
