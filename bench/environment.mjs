@@ -7,8 +7,13 @@ import { serverBinary } from '../scripts/redis-spawner.mjs';
 const bench = new URL('./', import.meta.url);
 
 export function machine() {
-  const model = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1]?.trim() ?? 'unknown cpu';
-  const redis = execFileSync(serverBinary(), ['--version']).toString().match(/v=(\S+)/)?.[1];
+  const model =
+    readFileSync('/proc/cpuinfo', 'utf8')
+      .match(/model name\s*:\s*(.*)/)?.[1]
+      ?.trim() ?? 'unknown cpu';
+  const redis = execFileSync(serverBinary(), ['--version'])
+    .toString()
+    .match(/v=(\S+)/)?.[1];
   return `${model}, ${cpus().length} cores, Node ${process.version}, redis-server ${redis}`;
 }
 

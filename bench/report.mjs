@@ -10,7 +10,11 @@ export const median = (xs) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
-export const shuffle = (xs) => xs.map((x) => [Math.random(), x]).sort((a, b) => a[0] - b[0]).map((x) => x[1]);
+export const shuffle = (xs) =>
+  xs
+    .map((x) => [Math.random(), x])
+    .sort((a, b) => a[0] - b[0])
+    .map((x) => x[1]);
 export const fmt = (x, digits = 0) => (x === undefined || x === null || Number.isNaN(x) ? '-' : x.toFixed(digits));
 export const ratio = (x, base) => (x === undefined || !base ? '-' : `${(x / base).toFixed(2)}x`);
 

@@ -77,9 +77,13 @@ for (let i = 0; i < 7; i++) nodes.push(await startNode());
 const urls5 = nodes.slice(0, 5).map((n) => n.url);
 try {
   console.log(`# nest-redlock benchmark${QUICK ? ' (--quick)' : ''}\n`);
-  results.loadBefore = loadavg().map((x) => x.toFixed(2)).join(' ');
+  results.loadBefore = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   console.log(`${results.date}\n${results.machine}, load average ${results.loadBefore} at the start\n${results.versions}`);
-  console.log(`Nodes: local redis-server processes on loopback, no persistence; 5 nodes unless said otherwise. Every measurement in its own process.`);
+  console.log(
+    `Nodes: local redis-server processes on loopback, no persistence; 5 nodes unless said otherwise. Every measurement in its own process.`,
+  );
 
   // Probe: every library installs, loads and does one cycle; the others are skipped.
   log('probing the libraries');
@@ -100,10 +104,14 @@ try {
   rmSync(copy, { recursive: true, force: true });
   try {
     rmdirSync(new URL('./.cache/', bench)); // when no other run uses it
-  } catch {}
+  } catch {
+    // another run still uses it
+  }
 }
 results.seconds = Math.round(elapsedSeconds());
-results.loadAfter = loadavg().map((x) => x.toFixed(2)).join(' ');
+results.loadAfter = loadavg()
+  .map((x) => x.toFixed(2))
+  .join(' ');
 mkdirSync(new URL('./results/', bench), { recursive: true });
 // A run of some scenarios or libraries only does not replace the last complete one.
 const file = scenarios || only ? 'partial.json' : 'latest.json';

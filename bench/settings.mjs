@@ -4,25 +4,44 @@ import { adapters } from './adapters/index.mjs';
 export const QUICK = process.argv.includes('--quick');
 export const P = QUICK
   ? {
-      rounds: 2, cycles: 150, // uncontended
-      tpRounds: 1, tpMs: 1000, // 64-way throughput
-      cRounds: 1, cMs: 1000, cGrace: 1000, // contention
-      dRounds: 1, dCycles: 100, dDeadline: 1000, // degraded
-      memCycles: 5000, memConcurrency: 64,
-      nRounds: 1, nCycles: 200,
+      rounds: 2,
+      cycles: 150, // uncontended
+      tpRounds: 1,
+      tpMs: 1000, // 64-way throughput
+      cRounds: 1,
+      cMs: 1000,
+      cGrace: 1000, // contention
+      dRounds: 1,
+      dCycles: 100,
+      dDeadline: 1000, // degraded
+      memCycles: 5000,
+      memConcurrency: 64,
+      nRounds: 1,
+      nCycles: 200,
     }
   : {
-      rounds: 5, cycles: 1000,
-      tpRounds: 3, tpMs: 1500,
-      cRounds: 2, cMs: 3000, cGrace: 12_000,
-      dRounds: 3, dCycles: 400, dDeadline: 2000,
-      memCycles: 200_000, memConcurrency: 64,
-      nRounds: 3, nCycles: 400,
+      rounds: 5,
+      cycles: 1000,
+      tpRounds: 3,
+      tpMs: 1500,
+      cRounds: 2,
+      cMs: 3000,
+      cGrace: 12_000,
+      dRounds: 3,
+      dCycles: 400,
+      dDeadline: 2000,
+      memCycles: 200_000,
+      memConcurrency: 64,
+      nRounds: 3,
+      nCycles: 400,
     };
 
 export const only = process.env.BENCH_LIBS?.split(',').map((s) => s.trim());
 // --only=memory,contention: only those scenarios (uncontended, throughput, contention, oneDown, twoPaused, memory, nodes).
-export const scenarios = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+export const scenarios = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 export const want = (name) => !scenarios || scenarios.includes(name);
 export const isPeer = (l) => !l.startsWith('nest-redlock') && l !== 'raw';
 /** The libraries themselves, plus the variants (of nest-redlock's settings) of one kind of scenario. */

@@ -119,7 +119,9 @@ const result = {
 writeFileSync(new URL('./results/soak.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
 
 const row = (cells) => `| ${cells.join(' | ')} |`;
-console.log(`\n### Soak: ${done} acquire + release cycles (${CONCURRENCY} concurrent callers, 5 nodes; ${(done / seconds).toFixed(0)} cycles/s, ${failed} failed)\n`);
+console.log(
+  `\n### Soak: ${done} acquire + release cycles (${CONCURRENCY} concurrent callers, 5 nodes; ${(done / seconds).toFixed(0)} cycles/s, ${failed} failed)\n`,
+);
 console.log(row(['cycles', 'heap used MiB', 'active handles', 'timers', 'connection listeners', 'commands pending', 'locks tracked']));
 console.log(row(['---', '---', '---', '---', '---', '---', '---']));
 for (const s of [...samples, { ...afterRelease, cycles: `after ${HELD / 1000}k held + released` }]) {

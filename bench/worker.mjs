@@ -92,9 +92,15 @@ if (scenario === 'probe') {
     const healthy = [];
     for (let i = 0; i < params.cycles; i++) {
       const t = performance.now();
-      await cycle(key(i)).then(() => healthy.push((performance.now() - t) * 1000), () => undefined);
+      await cycle(key(i)).then(
+        () => healthy.push((performance.now() - t) * 1000),
+        () => undefined,
+      );
     }
-    baselineP50 = percentile(healthy.sort((a, b) => a - b), 0.5);
+    baselineP50 = percentile(
+      healthy.sort((a, b) => a - b),
+      0.5,
+    );
   }
   await ready();
   const reused = [];
@@ -203,7 +209,7 @@ if (scenario === 'probe') {
     events.push([asked, got, released, lib.attempts?.(handle), now()]);
   }
   drained();
-  for (let stopped = false; !stopped && gaveUp.at(-1)?.[2] !== 'still waiting'; ) {
+  for (let stopped = false; !stopped && gaveUp.at(-1)?.[2] !== 'still waiting';) {
     const cycle = lib.acquire(params.key, TTL).then(
       async (handle) => {
         await sleep(params.hold);
@@ -230,7 +236,16 @@ if (scenario === 'probe') {
   const seconds = (performance.now() - t) / 1000;
   await settle();
   const after = process.memoryUsage();
-  result = { heapDelta: after.heapUsed - before.heapUsed, heapUsed: after.heapUsed, rss: after.rss, rssDelta: after.rss - before.rss, seconds, done, failed, firstError };
+  result = {
+    heapDelta: after.heapUsed - before.heapUsed,
+    heapUsed: after.heapUsed,
+    rss: after.rss,
+    rssDelta: after.rss - before.rss,
+    seconds,
+    done,
+    failed,
+    firstError,
+  };
 }
 
 process.send({ type: 'result', result }, async () => {

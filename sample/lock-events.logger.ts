@@ -28,9 +28,7 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
       case 'extended':
         return this.logger.log(`extended ${on} lock=${event.lockId} ttl=${event.ttl}ms (#${event.extensions})`);
       case 'released':
-        return this.logger.log(
-          `released ${on} lock=${event.lockId} after ${event.heldFor}ms (${event.confirmed} node(s) confirmed)`,
-        );
+        return this.logger.log(`released ${on} lock=${event.lockId} after ${event.heldFor}ms (${event.confirmed} node(s) confirmed)`);
       case 'busy':
         return this.logger.log(`busy ${on} after ${event.attempts} attempt(s)`);
       case 'skipped':

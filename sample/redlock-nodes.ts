@@ -18,9 +18,7 @@ function nodesFromEnv(): string[] {
     .map((url) => url.trim())
     .filter(Boolean);
   if (nodes.length === 0) {
-    throw new Error(
-      'REDLOCK_NODES is not set: give comma-separated redis URLs or `memory`, or start the sample with `npm run sample`',
-    );
+    throw new Error('REDLOCK_NODES is not set: give comma-separated redis URLs or `memory`, or start the sample with `npm run sample`');
   }
   return nodes;
 }

@@ -83,6 +83,7 @@ function parseNpmJson(stdout) {
 }
 
 function jestSummary(out) {
+  // eslint-disable-next-line no-control-regex -- ANSI colour codes in the apps' output
   const lines = out.split('\n').map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''));
   const keep = lines.filter((l) => /^(Test Suites|Tests|Snapshots|Time):/.test(l) || /^\s+(✓|✕|○)/.test(l) || /^(PASS|FAIL) /.test(l));
   return keep.join('\n');
@@ -102,7 +103,8 @@ function checkPackList(files, pkg) {
     if (node && typeof node === 'object') {
       const keys = Object.keys(node);
       if (keys.includes('types') && keys[0] !== 'types') problems.push(`exports ${where}: "types" must come first among its conditions`);
-      for (const [key, value] of Object.entries(node)) walk(value, key.startsWith('.') ? `${where}[${JSON.stringify(key)}]` : `${where}.${key}`);
+      for (const [key, value] of Object.entries(node))
+        walk(value, key.startsWith('.') ? `${where}[${JSON.stringify(key)}]` : `${where}.${key}`);
     }
   };
   walk(pkg.exports, 'exports');
@@ -118,7 +120,9 @@ function checkPackList(files, pkg) {
   if (!files.includes('dist/cjs/package.json')) problems.push('dist/cjs/package.json ({"type":"commonjs"}) is not in the package');
   // Both builds carry the same modules (a difference means a stale or half-done build).
   const modules = (flavour) =>
-    new Set(files.filter((f) => f.startsWith(`dist/${flavour}/`) && /\.(js|d\.ts)$/.test(f)).map((f) => f.slice(`dist/${flavour}/`.length)));
+    new Set(
+      files.filter((f) => f.startsWith(`dist/${flavour}/`) && /\.(js|d\.ts)$/.test(f)).map((f) => f.slice(`dist/${flavour}/`.length)),
+    );
   const esm = modules('esm');
   const cjs = modules('cjs');
   for (const f of esm) if (!cjs.has(f)) problems.push(`dist/esm/${f}: no dist/cjs counterpart`);
@@ -149,7 +153,12 @@ async function consumer(name, tarball, tmp) {
     return report;
   };
 
-  const install = await step('install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], STEP_TIMEOUT_MS.install);
+  const install = await step(
+    'install',
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball],
+    STEP_TIMEOUT_MS.install,
+  );
   if (install.code !== 0) return fail('npm install', install);
   const installed = path.join(dir, 'node_modules', 'nest-redlock');
   if (lstatSync(installed).isSymbolicLink()) {
@@ -165,15 +174,25 @@ async function consumer(name, tarball, tmp) {
   // Plain Node (not jest's module loader) resolves and loads the build this app's module system should get.
   const smoke =
     flavour === 'esm'
-      ? ['--input-type=module', '-e', "const url = import.meta.resolve('nest-redlock'); const m = await import('nest-redlock'); if (!url.endsWith('/dist/esm/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function') { console.error('loaded', url, Object.keys(m)); process.exit(1); }"]
-      : ['-e', "const file = require.resolve('nest-redlock'); const m = require('nest-redlock'); if (!file.endsWith('/dist/cjs/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function' || !require.cache[file]) { console.error('loaded', file, Object.keys(m)); process.exit(1); }"];
+      ? [
+          '--input-type=module',
+          '-e',
+          "const url = import.meta.resolve('nest-redlock'); const m = await import('nest-redlock'); if (!url.endsWith('/dist/esm/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function') { console.error('loaded', url, Object.keys(m)); process.exit(1); }",
+        ]
+      : [
+          '-e',
+          "const file = require.resolve('nest-redlock'); const m = require('nest-redlock'); if (!file.endsWith('/dist/cjs/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function' || !require.cache[file]) { console.error('loaded', file, Object.keys(m)); process.exit(1); }",
+        ];
   const node = await step(`node ${flavour === 'esm' ? 'import' : 'require'}`, process.execPath, smoke, 30_000);
   if (node.code !== 0) return fail(`loading nest-redlock with plain node (${flavour})`, node);
 
   const typecheck = await step('typecheck', 'npm', ['run', 'typecheck', '--', '--explainFiles'], STEP_TIMEOUT_MS.typecheck);
   if (typecheck.code !== 0) return fail('npm run typecheck', typecheck);
   const declarations = [...new Set(typecheck.out.match(/node_modules\/nest-redlock\/[^\s']+\.d\.ts/g) ?? [])];
-  if (!declarations.includes(`node_modules/nest-redlock/dist/${flavour}/index.d.ts`) || declarations.some((d) => d.includes(`/dist/${other}/`))) {
+  if (
+    !declarations.includes(`node_modules/nest-redlock/dist/${flavour}/index.d.ts`) ||
+    declarations.some((d) => d.includes(`/dist/${other}/`))
+  ) {
     report.detail = `TypeScript did not take the package's types from dist/${flavour} only; it read:\n${indent(declarations.join('\n') || '(none)')}`;
     return report;
   }
@@ -233,10 +252,14 @@ async function main() {
     const sample = JSON.parse(readFileSync(path.join(ROOT, maps.find((m) => m === 'dist/esm/index.js.map') ?? maps[0]), 'utf8'));
     const inlined = Array.isArray(sample.sourcesContent) && sample.sourcesContent.length > 0;
     if (!inlined) {
-      log(`note: ${maps.length} source maps point at sources the package does not ship (${sample.sources.join(', ')}); ` + 'they only help with "inlineSources": true, or can be left out');
+      log(
+        `note: ${maps.length} source maps point at sources the package does not ship (${sample.sources.join(', ')}); ` +
+          'they only help with "inlineSources": true, or can be left out',
+      );
     }
   }
-  if (!files.some((f) => /^LICEN[CS]E/.test(f))) log(`note: no LICENSE file in the package (package.json says "license": ${JSON.stringify(rootPkg.license)})`);
+  if (!files.some((f) => /^LICEN[CS]E/.test(f)))
+    log(`note: no LICENSE file in the package (package.json says "license": ${JSON.stringify(rootPkg.license)})`);
   if (problems.length) {
     log('the package lists what consumers do not need, or misses what they do:');
     console.log(indent(problems.join('\n')));
@@ -258,7 +281,9 @@ async function main() {
     log(`npm pack: ${path.basename(tarball)} (${secs(pack.ms)})`);
     const packedFiles = packed.files.map((f) => f.path).sort();
     if (packedFiles.join('\n') !== files.join('\n')) {
-      log(`the tarball's ${packedFiles.length} files differ from the dry run's ${files.length}: dist changed in between (another build running?)`);
+      log(
+        `the tarball's ${packedFiles.length} files differ from the dry run's ${files.length}: dist changed in between (another build running?)`,
+      );
       failed = true;
     }
 

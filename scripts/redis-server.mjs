@@ -12,7 +12,10 @@ export { serverBinary } from './redis-spawner.mjs';
 export function findOnPath(bin, env = process.env) {
   const candidates = bin.includes('/')
     ? [bin]
-    : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, bin));
+    : (env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, bin));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);

@@ -262,7 +262,14 @@ export class RedisNode {
     const pid = this.#requirePid('resume');
     this.#signal('SIGCONT');
     this.#paused = false;
-    await waitFor(() => { const s = procState(pid); return s === 'gone' || !stopped(s); }, 2000, `redis pid ${pid} to continue`);
+    await waitFor(
+      () => {
+        const s = procState(pid);
+        return s === 'gone' || !stopped(s);
+      },
+      2000,
+      `redis pid ${pid} to continue`,
+    );
   }
 
   async restart(opts = {}) {
@@ -320,7 +327,20 @@ export class RedisNode {
   }
 
   #serverArgs(port) {
-    const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', this.dataDir, '--protected-mode', 'no'];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      HOST,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      this.dataDir,
+      '--protected-mode',
+      'no',
+    ];
     if (this.options.persistence) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     if (this.options.args) args.push(...this.options.args);
     return args;

@@ -24,6 +24,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const START_TIMEOUT = 180_000; // compile (tsc) and boot, on a loaded 2-core machine
 const CRON_TIMEOUT = 30_000; // the job runs every 5 s
 const STEP_TIMEOUT = 20_000;
+// eslint-disable-next-line no-control-regex -- ANSI colour codes in the app's output
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 function freePort() {
@@ -116,7 +117,9 @@ class SampleRun {
   killGroup() {
     try {
       process.kill(-this.child.pid, 'SIGKILL');
-    } catch {}
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -136,7 +139,11 @@ async function check(name, env, expected) {
     const choice = await run.line(/^\[sample\] nodes: (.*)$/, START_TIMEOUT, 'line saying which nodes it chose');
     if (!expected.test(choice[1])) throw new Error(`it chose "${choice[1]}", expected ${expected}`);
     const redisPids = [...choice[1].matchAll(/ pid (\d+)/g)].map((m) => Number(m[1]));
-    const [, appPid] = await run.line(/\[Sample\] Instance \S+ \(pid (\d+)\) listening on http:\/\/localhost:(\d+)/, START_TIMEOUT, 'listening line');
+    const [, appPid] = await run.line(
+      /\[Sample\] Instance \S+ \(pid (\d+)\) listening on http:\/\/localhost:(\d+)/,
+      START_TIMEOUT,
+      'listening line',
+    );
     say(`listening; app pid ${appPid}${redisPids.length ? `, redis-server pids ${redisPids.join(' ')}` : ''}`);
 
     // The locked endpoint: the second payment is sent once the first holds the lock.
@@ -158,17 +165,14 @@ async function check(name, env, expected) {
     say(`cron job ran at tick ${tick} with fencing token ${token}`);
 
     process.kill(run.child.pid, 'SIGINT'); // npm's PID, as a user's kill -INT would
-    const exit = await Promise.race([
-      run.exit,
-      new Promise((resolve) => setTimeout(resolve, STEP_TIMEOUT, { code: 'timeout' })),
-    ]);
+    const exit = await Promise.race([run.exit, new Promise((resolve) => setTimeout(resolve, STEP_TIMEOUT, { code: 'timeout' }))]);
     if (exit.code !== 0) throw new Error(`after SIGINT npm run sample ended with ${exit.signal ?? exit.code}, expected code 0`);
     const left = [Number(appPid), ...redisPids].filter(alive);
     if (left.length) throw new Error(`after SIGINT these processes are still running: ${left.join(' ')}`);
     say('SIGINT to npm: stopped with code 0, app' + (redisPids.length ? ' and redis-server processes' : '') + ' gone');
   } catch (error) {
     run.killGroup();
-    throw new Error(`${name}: ${error.message}`);
+    throw new Error(`${name}: ${error.message}`, { cause: error });
   }
 }
 

@@ -17,6 +17,7 @@ const TICK = 5000;
 const START_TIMEOUT = 20_000;
 const STOP_TIMEOUT = 10_000;
 const say = (message) => console.log(`[cluster] ${message}`);
+// eslint-disable-next-line no-control-regex -- ANSI colour codes in the app's output
 const ANSI = /\x1b\[[0-9;]*m/g;
 const hms = (ms) => new Date(ms).toISOString().slice(11, 19);
 
@@ -38,8 +39,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     wake();
   });
 }
-const pause = (ms) =>
-  interrupted ? Promise.resolve() : new Promise((resolve) => ((wake = resolve), setTimeout(resolve, ms).unref()));
+const pause = (ms) => (interrupted ? Promise.resolve() : new Promise((resolve) => ((wake = resolve), setTimeout(resolve, ms).unref())));
 
 if (!findOnPath(serverBinary())) {
   // In-memory nodes live in one process; the three instances need nodes they share.
@@ -119,10 +119,7 @@ const stopAt = Date.now();
 // Stop the instances (graceful: they release their locks), then the nodes.
 say('stopping the instances');
 for (const { child } of instances) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-const stopped = await Promise.race([
-  Promise.all(instances.map((i) => i.exited)).then(() => true),
-  sleep(STOP_TIMEOUT).then(() => false),
-]);
+const stopped = await Promise.race([Promise.all(instances.map((i) => i.exited)).then(() => true), sleep(STOP_TIMEOUT).then(() => false)]);
 if (!stopped) {
   say(`instances still running after ${STOP_TIMEOUT / 1000} s: killing them`);
   for (const { child } of instances) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -55,7 +55,8 @@ function setup(name) {
   let binary = process.env.REDLOCK_TEST_SERVER || 'redis-server';
   if (name !== 'redis') {
     binary = path.join(BIN, `${name}-server`);
-    if (!executable(binary)) return { skip: `${name}: skipped, ${binary} not found (REDLOCK_SERVERS_BIN: a directory with ${name}-server and ${name}-cli)` };
+    if (!executable(binary))
+      return { skip: `${name}: skipped, ${binary} not found (REDLOCK_SERVERS_BIN: a directory with ${name}-server and ${name}-cli)` };
     env = { REDLOCK_TEST_SERVER: binary, REDLOCK_TEST_CONTAINERS: '0' };
     const cli = path.join(BIN, `${name}-cli`);
     if (executable(cli)) env.REDLOCK_TEST_CLI = cli;

@@ -111,13 +111,24 @@ export const adapters = {
       const lua = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
       let shas;
       const del = (key, value) =>
-        atQuorum(clients.map((c, i) => c.evalsha(shas[i], 1, key, value)), quorum, () => true);
+        atQuorum(
+          clients.map((c, i) => c.evalsha(shas[i], 1, key, value)),
+          quorum,
+          () => true,
+        );
       return {
         ready: async () => (shas = await Promise.all(clients.map((c) => c.script('LOAD', lua)))),
         async acquire(key, ttl) {
           for (let attempts = 1; ; attempts++) {
             const value = randomBytes(20).toString('base64url');
-            if (await atQuorum(clients.map((c) => c.set(key, value, 'PX', ttl, 'NX')), quorum, (r) => r === 'OK')) return { key, value, attempts };
+            if (
+              await atQuorum(
+                clients.map((c) => c.set(key, value, 'PX', ttl, 'NX')),
+                quorum,
+                (r) => r === 'OK',
+              )
+            )
+              return { key, value, attempts };
             await del(key, value);
             if (!wait) throw new Error('busy');
             await sleep(200 + Math.random() * 100);
@@ -173,7 +184,11 @@ export const adapters = {
         ready: async () => undefined,
         async acquire(key, ttl) {
           // refreshInterval 0: no automatic refresh, like the other adapters' locks.
-          const mutex = new RedlockMutex(clients, key, wait ? { lockTimeout: ttl, refreshInterval: 0 } : { lockTimeout: ttl, refreshInterval: 0, acquireAttemptsLimit: 1 });
+          const mutex = new RedlockMutex(
+            clients,
+            key,
+            wait ? { lockTimeout: ttl, refreshInterval: 0 } : { lockTimeout: ttl, refreshInterval: 0, acquireAttemptsLimit: 1 },
+          );
           await mutex.acquire();
           return mutex;
         },

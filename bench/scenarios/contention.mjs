@@ -48,18 +48,47 @@ export async function contention({ results, urls5, libs }) {
   ];
   for (const l of CLIBS) {
     const c = contended[l];
-    if (c.stillWaiting) cNotes.push(`${l}: ${c.stillWaiting} acquire calls were still waiting ${P.cGrace / 1000} s after the window (their wait is shown as ">=")`);
-    if (c.gaveUp) cNotes.push(`${l}: ${c.gaveUp} acquire calls gave up over all rounds (${c.rounds.find((r) => r.gaveUpFirst)?.gaveUpFirst})`);
-    if (c.overlaps) cNotes.push(`${l}: ${c.overlaps} acquisitions started before the previous holder's release (mutual exclusion broken, or clock skew between processes)`);
+    if (c.stillWaiting)
+      cNotes.push(
+        `${l}: ${c.stillWaiting} acquire calls were still waiting ${P.cGrace / 1000} s after the window (their wait is shown as ">=")`,
+      );
+    if (c.gaveUp)
+      cNotes.push(`${l}: ${c.gaveUp} acquire calls gave up over all rounds (${c.rounds.find((r) => r.gaveUpFirst)?.gaveUpFirst})`);
+    if (c.overlaps)
+      cNotes.push(
+        `${l}: ${c.overlaps} acquisitions started before the previous holder's release (mutual exclusion broken, or clock skew between processes)`,
+      );
   }
   table(
     `8 processes, one key, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s, medians; per-process counts of the median round)`,
-    ['library', 'acq/s', 'vs best peer', 'worst/best', 'longest wait ms', 'hand-off p50 ms', 'in round trips', 'same process again', 'attempts / acq', 'per process'],
+    [
+      'library',
+      'acq/s',
+      'vs best peer',
+      'worst/best',
+      'longest wait ms',
+      'hand-off p50 ms',
+      'in round trips',
+      'same process again',
+      'attempts / acq',
+      'per process',
+    ],
     CLIBS.map((l) => {
       const c = contended[l];
       return c.error
         ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '']
-        : [l, fmt(c.perSecond), ratio(c.perSecond, cBest), c.fairness.toFixed(2), `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`, fmt(c.handoffP50, 2), fmt(c.handoffP50 / c.releaseP50, 1), `${(c.sameProcessAgain * 100).toFixed(0)}%`, fmt(c.attempts, 1), c.counts.join(' ')];
+        : [
+            l,
+            fmt(c.perSecond),
+            ratio(c.perSecond, cBest),
+            c.fairness.toFixed(2),
+            `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`,
+            fmt(c.handoffP50, 2),
+            fmt(c.handoffP50 / c.releaseP50, 1),
+            `${(c.sameProcessAgain * 100).toFixed(0)}%`,
+            fmt(c.attempts, 1),
+            c.counts.join(' '),
+          ];
     }),
     cNotes,
   );
@@ -86,13 +115,19 @@ async function contentionRound(lib, round, urls) {
   };
   const runs = await Promise.all(
     Array.from({ length: n }, (_, p) =>
-      runWorker(lib, urls, 'contend', { ...params, first: p === 0 }, {
-        ready: () => (arrived(), allReady),
-        failed: arrived,
-        message: (m, child) => m.type === 'drained' && (measuring.push(child), drain(child)),
-        // Called without a worker when one exited without a result: it measures no more.
-        result: (child) => child || drain(Symbol('died')),
-      }),
+      runWorker(
+        lib,
+        urls,
+        'contend',
+        { ...params, first: p === 0 },
+        {
+          ready: () => (arrived(), allReady),
+          failed: arrived,
+          message: (m, child) => m.type === 'drained' && (measuring.push(child), drain(child)),
+          // Called without a worker when one exited without a result: it measures no more.
+          result: (child) => child || drain(Symbol('died')),
+        },
+      ),
     ),
   );
   const error = runs.find((r) => r.error)?.error;
@@ -100,7 +135,9 @@ async function contentionRound(lib, round, urls) {
   const go = await allReady;
   const end = go.startAt + go.ms;
   const all = runs
-    .flatMap((r, p) => (r.events ?? []).map(([asked, got, released, attempts, releaseDone]) => ({ p, asked, got, released, attempts, releaseDone })))
+    .flatMap((r, p) =>
+      (r.events ?? []).map(([asked, got, released, attempts, releaseDone]) => ({ p, asked, got, released, attempts, releaseDone })),
+    )
     .sort((a, b) => a.got - b.got);
   const inWindow = all.filter((e) => e.got <= end);
   const counts = runs.map((_, p) => inWindow.filter((e) => e.p === p).length);
@@ -127,7 +164,9 @@ async function contentionRound(lib, round, urls) {
     handoffs: handoffs.length,
     sameProcessAgain: inWindow.length > 1 ? inWindow.slice(1).filter((e, i) => e.p === inWindow[i].p).length / (inWindow.length - 1) : 0,
     counts,
-    attempts: inWindow.some((e) => e.attempts !== undefined && e.attempts !== null) ? inWindow.reduce((s, e) => s + (e.attempts ?? 0), 0) / inWindow.length : undefined,
+    attempts: inWindow.some((e) => e.attempts !== undefined && e.attempts !== null)
+      ? inWindow.reduce((s, e) => s + (e.attempts ?? 0), 0) / inWindow.length
+      : undefined,
     gaveUp: gaveUp.length,
     gaveUpFirst: gaveUp[0]?.[2],
     releaseErrors: runs.reduce((s, r) => s + (r.releaseErrors ?? 0), 0),

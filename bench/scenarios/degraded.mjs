@@ -25,7 +25,7 @@ export async function oneDown({ results, nodes, urls5, libs }) {
         },
       };
     }),
-    ['p50 / healthy: over the same process\'s p50 on all 5 nodes just before the kill (median over rounds).'],
+    ["p50 / healthy: over the same process's p50 on all 5 nodes just before the kill (median over rounds)."],
   );
 }
 
@@ -42,7 +42,7 @@ export async function twoPaused({ results, nodes, urls5, libs }) {
     })),
     [
       '"timeout": 3 acquire or release calls did not finish within the deadline (the library waits for every node).',
-      'p50 / healthy: over the same process\'s p50 on all 5 nodes just before the pause (median over rounds).',
+      "p50 / healthy: over the same process's p50 on all 5 nodes just before the pause (median over rounds).",
     ],
   );
 }

@@ -47,12 +47,33 @@ export function latencyTable(title, out, notes = []) {
   const vsHealthy = Object.values(out).some((r) => r.vsHealthy !== undefined);
   const rows = Object.entries(out).map(([lib, r]) => {
     if (typeof r.failed === 'string') {
-      extra.push(`${lib}: ${r.failed === 'timeout' ? '3 operations hit the deadline' : 'failed'}${r.error && r.error !== 'deadline' ? ` (${r.error})` : ''}`);
+      extra.push(
+        `${lib}: ${r.failed === 'timeout' ? '3 operations hit the deadline' : 'failed'}${r.error && r.error !== 'deadline' ? ` (${r.error})` : ''}`,
+      );
       return [lib, r.failed, '', '', '', ...(newKeys ? ['', ''] : []), ...(vsHealthy ? [''] : [])];
     }
-    if (r.failed || r.timeouts) extra.push(`${lib}: ${r.failed} failed and ${r.timeouts} timed-out cycles over all rounds${r.firstError ? ` (first: ${r.firstError})` : ''}`);
-    return [lib, fmt(r.p50), fmt(r.p99), ratio(r.p50, raw?.p50), ratio(r.p99, raw?.p99), ...(newKeys ? [fmt(r.newP50), ratio(r.newP50, raw.newP50)] : []), ...(vsHealthy ? [r.vsHealthy ? `${r.vsHealthy.toFixed(2)}x` : '-'] : [])];
+    if (r.failed || r.timeouts)
+      extra.push(
+        `${lib}: ${r.failed} failed and ${r.timeouts} timed-out cycles over all rounds${r.firstError ? ` (first: ${r.firstError})` : ''}`,
+      );
+    return [
+      lib,
+      fmt(r.p50),
+      fmt(r.p99),
+      ratio(r.p50, raw?.p50),
+      ratio(r.p99, raw?.p99),
+      ...(newKeys ? [fmt(r.newP50), ratio(r.newP50, raw.newP50)] : []),
+      ...(vsHealthy ? [r.vsHealthy ? `${r.vsHealthy.toFixed(2)}x` : '-'] : []),
+    ];
   });
-  const head = ['library', 'p50 µs', 'p99 µs', 'p50 / raw', 'p99 / raw', ...(newKeys ? ['new key p50 µs', 'new key / raw'] : []), ...(vsHealthy ? ['p50 / healthy'] : [])];
+  const head = [
+    'library',
+    'p50 µs',
+    'p99 µs',
+    'p50 / raw',
+    'p99 / raw',
+    ...(newKeys ? ['new key p50 µs', 'new key / raw'] : []),
+    ...(vsHealthy ? ['p50 / healthy'] : []),
+  ];
   table(title, head, rows, [...notes, ...extra]);
 }

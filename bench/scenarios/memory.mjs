@@ -18,7 +18,16 @@ export async function memory({ results, urls5, libs }) {
       const m = memory[l];
       return m.heapDelta === undefined
         ? [l, `failed: ${m.error}`, '', '', '', '', '', '']
-        : [l, fmt(m.heapDelta / 1024), fmt(m.heapUsed / 2 ** 20, 1), fmt(m.rss / 2 ** 20, 1), fmt(m.rssDelta / 2 ** 20, 1), ratio(m.rss, memory.raw?.rss), fmt(m.done / m.seconds), m.failed];
+        : [
+            l,
+            fmt(m.heapDelta / 1024),
+            fmt(m.heapUsed / 2 ** 20, 1),
+            fmt(m.rss / 2 ** 20, 1),
+            fmt(m.rssDelta / 2 ** 20, 1),
+            ratio(m.rss, memory.raw?.rss),
+            fmt(m.done / m.seconds),
+            m.failed,
+          ];
     }),
     [
       `Runs until ${P.memCycles / 1000}k cycles succeeded (at most ${(3 * P.memCycles) / 1000}k tried); heap growth and RSS growth: after the run minus after the warm-up.`,

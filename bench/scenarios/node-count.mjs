@@ -8,13 +8,23 @@ export async function nodeCount({ results, nodes, libs }) {
   const NLIBS = LIBS.filter((l) => !isPeer(l));
   const scale = {};
   for (const n of [1, 3, 5, 7]) {
-    scale[n] = await latency(results, `n${n}`, nodes.slice(0, n).map((x) => x.url), NLIBS, { cycles: P.nCycles }, P.nRounds);
+    scale[n] = await latency(
+      results,
+      `n${n}`,
+      nodes.slice(0, n).map((x) => x.url),
+      NLIBS,
+      { cycles: P.nCycles },
+      P.nRounds,
+    );
     delete results.scenarios[`n${n}`];
   }
   results.scenarios.nodes = scale;
   table(
     `Uncontended cycle by node count, p50 µs (${P.nRounds} round(s) x ${P.nCycles} cycles)`,
     ['N', ...NLIBS.flatMap((l) => (l === 'raw' ? [l] : [l, `${l} / raw`]))],
-    Object.entries(scale).map(([n, s]) => [n, ...NLIBS.flatMap((l) => (l === 'raw' ? [fmt(s.raw.p50)] : [fmt(s[l].p50), ratio(s[l].p50, s.raw.p50)]))]),
+    Object.entries(scale).map(([n, s]) => [
+      n,
+      ...NLIBS.flatMap((l) => (l === 'raw' ? [fmt(s.raw.p50)] : [fmt(s[l].p50), ratio(s[l].p50, s.raw.p50)])),
+    ]),
   );
 }

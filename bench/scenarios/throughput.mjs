@@ -15,10 +15,16 @@ export async function throughput({ results, urls5, libs }) {
     for (const lib of shuffle(LIBS)) {
       let before;
       let serverCpu;
-      const res = await runWorker(lib, urls5, 'throughput', { concurrency: 64, ms: P.tpMs }, {
-        ready: async () => void (before = await redisCpu(urls5)),
-        result: async () => void (serverCpu = (await redisCpu(urls5)) - before),
-      });
+      const res = await runWorker(
+        lib,
+        urls5,
+        'throughput',
+        { concurrency: 64, ms: P.tpMs },
+        {
+          ready: async () => void (before = await redisCpu(urls5)),
+          result: async () => void (serverCpu = (await redisCpu(urls5)) - before),
+        },
+      );
       if (res.perSecond === undefined || res.failed) tpErrors[lib] = res.error ?? `${res.failed} failed cycles (${res.firstError})`;
       tp[lib].push(res.perSecond);
       tpCpu[lib].push(res.cpuPerCycle);

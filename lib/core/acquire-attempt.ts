@@ -110,7 +110,12 @@ async function confirmToken(
   /** The lock keys, then their fence counters. */
   const keys = plan.keys.confirm;
   const call = CONFIRM_TOKEN.call(keys, { value: plan.value, token, locks: keys.length / 2, retention: plan.retention });
-  const confirm = await callRound(call, heldVerdict, { nodes: others, quorum: quorum - agreeing.size, timeout: plan.nodeTimeout, until: 'quorum' });
+  const confirm = await callRound(call, heldVerdict, {
+    nodes: others,
+    quorum: quorum - agreeing.size,
+    timeout: plan.nodeTimeout,
+    until: 'quorum',
+  });
   const byLabel = new Map(confirm.reports.map((r) => [r.node, r]));
   const reports = nodes.map((node, i) => (agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!));
   return { ok: agreeing.size + confirm.yes.length >= quorum, token, reports };

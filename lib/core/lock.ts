@@ -127,7 +127,7 @@ export class Lock {
    */
   assertHeld(): void {
     if (this.checkExpiry()) return;
-    throw new LockLostError(this.resources, this.state === 'released' ? 'released' : this.lostReason ?? 'expired');
+    throw new LockLostError(this.resources, this.state === 'released' ? 'released' : (this.lostReason ?? 'expired'));
   }
 
   /** @internal Past its validity while still marked held (no side effect: the client's sweep reads it). */

@@ -37,7 +37,10 @@ export async function pingNodes(nodes: readonly LockNode[], timeout: number): Pr
       void node
         .connect()
         .then(() => ping(node))
-        .then((reply) => done(undefined, reply), (error: unknown) => done(error ?? new Error('PING failed'))),
+        .then(
+          (reply) => done(undefined, reply),
+          (error: unknown) => done(error ?? new Error('PING failed')),
+        ),
     classify: (reply, node) => ({ outcome: reply !== 'PONG' ? 'error' : node.excluded ? 'excluded' : 'ok' }),
     quorum: nodes.length,
     timeout,

@@ -19,13 +19,21 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       }
       // An unset environment variable split on commas gives '': it must not become localhost:6379.
       if (typeof spec === 'string' && !NODE_URL.test(spec)) {
-        throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", withoutCredentials(spec));
+        throw new InvalidArgumentError(
+          `nodes[${i}]`,
+          "a redis:// or rediss:// URL (or a unix socket path starting with '/')",
+          withoutCredentials(spec),
+        );
       }
       let node: LockNode;
       try {
         node = LockNode.from(spec);
       } catch (error) {
-        throw new InvalidArgumentError(`nodes[${i}]`, `a node ioredis accepts (${error instanceof Error ? error.message : String(error)})`, typeof spec === 'string' ? withoutCredentials(spec) : spec);
+        throw new InvalidArgumentError(
+          `nodes[${i}]`,
+          `a node ioredis accepts (${error instanceof Error ? error.message : String(error)})`,
+          typeof spec === 'string' ? withoutCredentials(spec) : spec,
+        );
       }
       nodes.push(node);
       const first = seen.get(node.identity);

@@ -240,10 +240,7 @@ export class LockNode {
         this.client.once('end', ended);
       });
     }
-    return this.firstReady.then(
-      checked,
-      () => false,
-    );
+    return this.firstReady.then(checked, () => false);
   }
 
   /**
@@ -381,7 +378,10 @@ function identityOf(client: RedisClient, kind: ClientKind): string {
  */
 export function hostOf(host: string | undefined): string {
   if (!host) return '127.0.0.1';
-  let name = host.toLowerCase().replace(/\.$/, '').replace(/^\[(.*)\]$/, '$1');
+  let name = host
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
   try {
     // The URL parser writes IPv4 shorthand and IPv6 out in one canonical form.
     name = new URL(`http://${name.includes(':') ? `[${name}]` : name}`).hostname.replace(/^\[(.*)\]$/, '$1');

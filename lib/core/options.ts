@@ -194,8 +194,19 @@ export function resolveRetry(options: RetryOptions, base: RetryOptions & { retry
 const RETRY_KEYS = ['retryCount', 'retryDelay', 'retryJitter', 'acquireTimeout'] as const;
 const CLIENT_KEYS: ReadonlySet<string> = new Set<keyof RedlockOptions>([
   ...RETRY_KEYS,
-  'nodes', 'prefix', 'ttl', 'driftFactor', 'nodeTimeout', 'fencing', 'fencingRetention', 'autoExtend',
-  'restartGuard', 'fairWaiting', 'identity', 'onEvent', 'shutdownGrace',
+  'nodes',
+  'prefix',
+  'ttl',
+  'driftFactor',
+  'nodeTimeout',
+  'fencing',
+  'fencingRetention',
+  'autoExtend',
+  'restartGuard',
+  'fairWaiting',
+  'identity',
+  'onEvent',
+  'shutdownGrace',
 ]);
 const ACQUIRE_KEYS: ReadonlySet<string> = new Set<keyof AcquireOptions>([...RETRY_KEYS, 'nodeTimeout', 'signal', 'autoExtend']);
 const AUTO_EXTEND_KEYS: ReadonlySet<string> = new Set<keyof AutoExtendOptions>(['threshold', 'maxExtensions']);

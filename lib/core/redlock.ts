@@ -17,7 +17,15 @@ import type { LockNode } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
 import { buildNodes } from './node-specs.js';
 import { connectQuorum, watchNodes } from './node-watch.js';
-import { checkAcquireOptions, checkDelay, checkTtl, resolveOptions, type AcquireOptions, type RedlockOptions, type ResolvedOptions } from './options.js';
+import {
+  checkAcquireOptions,
+  checkDelay,
+  checkTtl,
+  resolveOptions,
+  type AcquireOptions,
+  type RedlockOptions,
+  type ResolvedOptions,
+} from './options.js';
 import type { AttemptReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
 import { RandomPool } from './random-pool.js';
@@ -332,8 +340,7 @@ export class Redlock implements LockOwner {
    * `acquire` throw; calling it again returns the same promise.
    */
   close(options: { grace?: number } = {}): Promise<void> {
-    const grace =
-      this.closing.isClosed || options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
+    const grace = this.closing.isClosed || options.grace === undefined ? this.options.shutdownGrace : checkDelay(options.grace, 'grace', 0);
     return this.closing.close(() => this.shutDown(grace));
   }
 

@@ -152,7 +152,12 @@ export function broadcast<N extends RoundNode>(round: RoundOptions<N>): Promise<
           verdict = classify(reply, node);
         } catch {
           // Not a reply this script gives: never let it escape as an uncaught error.
-          record({ node: node.label, outcome: 'error', ms: performance.now() - started, error: `unexpected reply ${describeValue(reply)}` });
+          record({
+            node: node.label,
+            outcome: 'error',
+            ms: performance.now() - started,
+            error: `unexpected reply ${describeValue(reply)}`,
+          });
           return;
         }
         record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);

@@ -48,7 +48,12 @@ export function defineScript<Args, Reply>(name: string, lua: string, contract: C
     lua,
     sha: createHash('sha1').update(lua).digest('hex'),
     ...contract,
-    call: (keys: readonly string[], args: Args): Call<Reply> => ({ command: script, keys, argv: contract.argv(args), decode: contract.decode }),
+    call: (keys: readonly string[], args: Args): Call<Reply> => ({
+      command: script,
+      keys,
+      argv: contract.argv(args),
+      decode: contract.decode,
+    }),
   };
   return script;
 }

@@ -78,7 +78,9 @@ export class WakeNotifier {
       // A connection of its own: a subscribed connection cannot run scripts.
       const { client } = node;
       const subscriber: RedisClient =
-        node.kind === 'cluster' ? (client as Cluster).duplicate() : (client as Redis).duplicate({ lazyConnect: false, enableOfflineQueue: true });
+        node.kind === 'cluster'
+          ? (client as Cluster).duplicate()
+          : (client as Redis).duplicate({ lazyConnect: false, enableOfflineQueue: true });
       subscriber.on('error', () => undefined); // the lock connection reports node errors
       subscriber.on('message', (_channel: string, waiter: string) => this.waiters.get(waiter)?.());
       return subscriber;

@@ -22,9 +22,7 @@ export type RedlockEventOf<T extends RedlockEvent['type']> = Extract<RedlockEven
  * @example
  * locks.events$.pipe(ofLockEvent('lost', 'extend-failed')).subscribe((e) => log.error(e));
  */
-export function ofLockEvent<T extends RedlockEvent['type']>(
-  ...types: T[]
-): OperatorFunction<RedlockEvent, RedlockEventOf<T>> {
+export function ofLockEvent<T extends RedlockEvent['type']>(...types: T[]): OperatorFunction<RedlockEvent, RedlockEventOf<T>> {
   const wanted = new Set<string>(types);
   return filter((event): event is RedlockEventOf<T> => wanted.has(event.type));
 }

@@ -23,9 +23,7 @@ export interface LockKeyContext<TArgs extends unknown[] = unknown[]> {
  * `'order:{params.id}'` or `'job:{args.0.id}'`, or a function of the call.
  */
 export type LockKey<TArgs extends unknown[] = any[]> =
-  | string
-  | readonly string[]
-  | ((context: LockKeyContext<TArgs>) => string | readonly string[]);
+  string | readonly string[] | ((context: LockKeyContext<TArgs>) => string | readonly string[]);
 
 const PLACEHOLDER = /\{([^{}]+)\}/g;
 

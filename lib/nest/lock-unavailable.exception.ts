@@ -9,10 +9,8 @@ import type { QuorumUnreachableError } from '../core/index.js';
  */
 export class LockUnavailableException extends HttpException {
   constructor(status: number, cause: QuorumUnreachableError) {
-    super(
-      { statusCode: status, error: 'Service Unavailable', message: 'The lock service is unavailable; try again later' },
-      status,
-      { cause },
-    );
+    super({ statusCode: status, error: 'Service Unavailable', message: 'The lock service is unavailable; try again later' }, status, {
+      cause,
+    });
   }
 }

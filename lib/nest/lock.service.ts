@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
-import { QuorumUnreachableError, ResourceBusyError, type Lock, type AcquireOptions, type ResourceInspection, Redlock } from '../core/index.js';
+import {
+  QuorumUnreachableError,
+  ResourceBusyError,
+  type Lock,
+  type AcquireOptions,
+  type ResourceInspection,
+  Redlock,
+} from '../core/index.js';
 import { validateResources } from '../core/layers.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
@@ -117,7 +124,12 @@ export class LockService implements LockedRunner, LockTaker {
       const skips = busy.mode === 'skip' || (busy.mode === 'wait' && busy.afterWait === 'skip');
       // A method that skips when busy (a cron tick) skips when the nodes are down too: the
       // client's acquire-failed warning is its one log line, not the scheduler's stack dump.
-      const reason = error instanceof ResourceBusyError ? 'busy' : error instanceof QuorumUnreachableError && busy.kind === 'method' ? 'unreachable' : undefined;
+      const reason =
+        error instanceof ResourceBusyError
+          ? 'busy'
+          : error instanceof QuorumUnreachableError && busy.kind === 'method'
+            ? 'unreachable'
+            : undefined;
       if (!reason || !skips) throw error;
       this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method, reason });
       return null;

@@ -33,6 +33,6 @@ export function lockedMetadataOf(method: unknown): LockedMetadata | undefined {
 }
 
 /** Records the `@Locked` settings on the method's wrapper. */
-export function setLockedMetadata(method: Function, metadata: LockedMetadata): void {
+export function setLockedMetadata(method: (...args: never[]) => unknown, metadata: LockedMetadata): void {
   Reflect.defineMetadata(LOCKED_METADATA, metadata, method);
 }

@@ -91,7 +91,10 @@ async function lockedPromise({ taker, metadata, resources, busy, outer, call }: 
   }
 }
 
-function lockedStream({ taker, metadata, resources, busy, outer, call }: LockedCall, mapError: (error: unknown) => unknown): Observable<unknown> {
+function lockedStream(
+  { taker, metadata, resources, busy, outer, call }: LockedCall,
+  mapError: (error: unknown) => unknown,
+): Observable<unknown> {
   return new Observable<unknown>((subscriber) => {
     let lock: Lock | null = null;
     let settled = false;

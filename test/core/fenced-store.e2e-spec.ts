@@ -1,12 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import {
-  MemoryFencedStore,
-  Redlock,
-  RedisFencedStore,
-  StaleTokenError,
-  type FencedStore,
-} from '../../lib/index.js';
+import { MemoryFencedStore, Redlock, RedisFencedStore, StaleTokenError, type FencedStore } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 

@@ -10,7 +10,11 @@ describe('judging a failed acquire attempt', () => {
   });
 
   it('a quorum of refusals is a holder elsewhere, not a split', () => {
-    expect(judgeAttempt(reports('busy', 'busy', 'busy', 'error', 'error'), 3, false)).toEqual({ kind: 'busy', split: false, retryable: true });
+    expect(judgeAttempt(reports('busy', 'busy', 'busy', 'error', 'error'), 3, false)).toEqual({
+      kind: 'busy',
+      split: false,
+      retryable: true,
+    });
     expect(judgeAttempt(reports('busy', 'busy', 'ok'), 2, false)).toMatchObject({ kind: 'busy', split: false });
   });
 
@@ -33,7 +37,7 @@ describe('the step after a failed attempt', () => {
   const split = { ...busy, split: true } as const;
   const refused = { kind: 'unreachable', split: false, retryable: false } as const;
 
-  it('retries within the caller\'s retry count, and gives up past it', () => {
+  it("retries within the caller's retry count, and gives up past it", () => {
     expect(nextStep(busy, 1, 3)).toBe('retry');
     expect(nextStep(busy, 3, 3)).toBe('retry');
     expect(nextStep(busy, 4, 3)).toBe('give-up');
@@ -44,7 +48,7 @@ describe('the step after a failed attempt', () => {
     expect(nextStep(refused, 1, 3)).toBe('give-up');
   });
 
-  it('gives a split vote a few brief retries past the caller\'s own, then gives up', () => {
+  it("gives a split vote a few brief retries past the caller's own, then gives up", () => {
     expect(nextStep(split, 2, 3)).toBe('retry');
     expect(nextStep(split, 4, 3)).toBe('split-retry');
     expect(nextStep(split, 3 + SPLIT_RETRIES, 3)).toBe('split-retry');

@@ -34,7 +34,9 @@ describe('validateResources', () => {
 
   it('refuses more names, or longer ones, saying what was expected', () => {
     const tooMany = Array.from({ length: MAX_RESOURCES + 1 }, (_, i) => `r${i}`);
-    expect(() => validateResources(tooMany)).toThrow(`Expected \`resources\` to be a non-empty array of at most ${MAX_RESOURCES} strings, got an array of length ${MAX_RESOURCES + 1}`);
+    expect(() => validateResources(tooMany)).toThrow(
+      `Expected \`resources\` to be a non-empty array of at most ${MAX_RESOURCES} strings, got an array of length ${MAX_RESOURCES + 1}`,
+    );
     expect(() => validateResources(['ok', 'x'.repeat(MAX_RESOURCE_LENGTH + 1)])).toThrow(
       `Expected \`resources[1]\` to be a string of at most ${MAX_RESOURCE_LENGTH} characters`,
     );
@@ -44,7 +46,9 @@ describe('validateResources', () => {
     expect(() => validateResources('')).toThrow('Expected `resource` to be a non-empty string, got "" (string of length 0)');
     expect(() => validateResources([])).toThrow('Expected `resources` to be a non-empty array');
     expect(() => validateResources(['a', 7])).toThrow('Expected `resources[1]` to be a non-empty string, got 7 (number)');
-    expect(() => validateResources(42)).toThrow('Expected `resources` to be a non-empty string or a non-empty array of strings, got 42 (number)');
+    expect(() => validateResources(42)).toThrow(
+      'Expected `resources` to be a non-empty string or a non-empty array of strings, got 42 (number)',
+    );
     expect(() => validateResources(undefined)).toThrow(InvalidArgumentError);
     expect(() => validateResources(['a', 'b', 'a'])).toThrow('Expected `resources[2]` to be a resource named only once in one lock');
   });
@@ -116,7 +120,10 @@ describe('KeyLayout', () => {
 
   it('forLock on a cluster: the resources of one lock must share a hash tag', () => {
     const layout = new KeyLayout('p:', true);
-    expect(layout.forLock(['{o:1}:stock', '{o:1}:payment'], true, false).locks).toEqual(['p:lock:{To:1}:{o:1}:stock', 'p:lock:{To:1}:{o:1}:payment']);
+    expect(layout.forLock(['{o:1}:stock', '{o:1}:payment'], true, false).locks).toEqual([
+      'p:lock:{To:1}:{o:1}:stock',
+      'p:lock:{To:1}:{o:1}:payment',
+    ]);
     expect(layout.forLock(['untagged'], true, true).locks).toEqual([layout.lock('untagged')]);
     expect(() => layout.forLock(['{o:1}:stock', '{o:2}:stock'], true, false)).toThrow('names sharing one hash tag');
     expect(() => layout.forLock(['a', 'b'], true, false)).toThrow('names sharing one hash tag');

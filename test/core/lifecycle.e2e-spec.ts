@@ -1,14 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { inspect } from 'node:util';
-import {
-  InvalidArgumentError,
-  LockAbortedError,
-  MemoryFencedStore,
-  Redlock,
-  type Lock,
-  type LockEvent,
-} from '../../lib/index.js';
+import { InvalidArgumentError, LockAbortedError, MemoryFencedStore, Redlock, type Lock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
@@ -172,7 +165,7 @@ describe('timers and bookkeeping (issues 18.10, 18.11)', () => {
     const events: LockEvent[] = [];
     const redlock = client({ onEvent: (e) => events.push(e) });
     const lock = await redlock.acquire('months', 60 * 24 * 3600 * 1000, { autoExtend: true });
-    lock.signal; // armed
+    void lock.signal; // armed
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(lock.isHeld).toBe(true);
     expect(events.filter((e) => e.type === 'extended')).toEqual([]);

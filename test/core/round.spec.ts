@@ -25,7 +25,8 @@ class FakeNode {
   }
 }
 
-const fleet = (n: number, stalled: number[] = []) => Array.from({ length: n }, (_, i) => new FakeNode(`node${i}:6379/0`, stalled.includes(i)));
+const fleet = (n: number, stalled: number[] = []) =>
+  Array.from({ length: n }, (_, i) => new FakeNode(`node${i}:6379/0`, stalled.includes(i)));
 const asNodes = (nodes: FakeNode[]) => nodes as unknown as LockNode[];
 const send = (node: LockNode, done: Done) => {
   const fake = node as unknown as FakeNode;
@@ -131,7 +132,15 @@ describe('broadcast', () => {
 
   it('given targets: only those nodes get the command, stalled or not; the others count as ok', async () => {
     const nodes = fleet(3, [2]);
-    const round = broadcast({ nodes: asNodes(nodes), send, classify, quorum: 2, timeout: LONG, until: 'all', targets: [false, false, true] });
+    const round = broadcast({
+      nodes: asNodes(nodes),
+      send,
+      classify,
+      quorum: 2,
+      timeout: LONG,
+      until: 'all',
+      targets: [false, false, true],
+    });
     expect(nodes.map((n) => n.sent)).toEqual([0, 0, 1]);
     nodes[2]!.answer(null);
     const result = await round;

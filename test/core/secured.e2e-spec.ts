@@ -19,19 +19,37 @@ let ca: Buffer;
 beforeAll(async () => {
   // A self-signed certificate made here; the nodes listen for TLS on a second port.
   await promisify(execFile)('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    join(dir, 'key.pem'),
+    '-out',
+    join(dir, 'cert.pem'),
   ]);
   ca = readFileSync(join(dir, 'cert.pem'));
   tlsPorts = [await findFreePort(), await findFreePort(), await findFreePort()];
   const tlsArgs = (port: number) => [
-    '--tls-port', String(port), '--tls-cert-file', join(dir, 'cert.pem'), '--tls-key-file', join(dir, 'key.pem'),
-    '--tls-ca-cert-file', join(dir, 'cert.pem'), '--tls-auth-clients', 'no',
+    '--tls-port',
+    String(port),
+    '--tls-cert-file',
+    join(dir, 'cert.pem'),
+    '--tls-key-file',
+    join(dir, 'key.pem'),
+    '--tls-ca-cert-file',
+    join(dir, 'cert.pem'),
+    '--tls-auth-clients',
+    'no',
   ];
-  const started = await Promise.all([
-    ...tlsPorts.map((port) => startFleet(1, { args: tlsArgs(port) })),
-    startFleet(3),
-  ]);
+  const started = await Promise.all([...tlsPorts.map((port) => startFleet(1, { args: tlsArgs(port) })), startFleet(3)]);
   tlsFleets = started.slice(0, 3);
   aclFleet = started[3]!;
   // An ACL user limited to what the README says the client needs: the keys `redlock:*` and the
@@ -40,11 +58,28 @@ beforeAll(async () => {
   // `&*`; Redis 7 and Valkey start from no channels.
   for (const node of aclFleet.nodes) {
     await checkedCommand(node.port, [
-      'ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all',
+      'ACL',
+      'SETUSER',
+      'locker',
+      'on',
+      '>locker-pw',
+      '~redlock:*',
+      'resetchannels',
+      '&redlock:wake:*',
+      '+@all',
     ]);
     // The same, without INFO (which the restart guard reads).
     await checkedCommand(node.port, [
-      'ACL', 'SETUSER', 'noinfo', 'on', '>noinfo-pw', '~redlock:*', 'resetchannels', '&redlock:wake:*', '+@all', '-info',
+      'ACL',
+      'SETUSER',
+      'noinfo',
+      'on',
+      '>noinfo-pw',
+      '~redlock:*',
+      'resetchannels',
+      '&redlock:wake:*',
+      '+@all',
+      '-info',
     ]);
   }
 });

@@ -73,7 +73,14 @@ describe('node list', () => {
     throw new Error('expected a duplicate-node error');
   });
   it('computes the quorum as floor(N/2)+1', async () => {
-    for (const [n, q] of [[1, 1], [2, 2], [3, 2], [4, 3], [5, 3], [7, 4]] as const) {
+    for (const [n, q] of [
+      [1, 1],
+      [2, 2],
+      [3, 2],
+      [4, 3],
+      [5, 3],
+      [7, 4],
+    ] as const) {
       const r = new Redlock({ nodes: Array.from({ length: n }, (_, i) => `redis://127.0.0.1:${7100 + i}`) });
       expect(r.quorum).toBe(q);
       await r.close();
@@ -112,7 +119,8 @@ describe('misspelt option names (issue 18.13)', () => {
     expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001'], autoExtend: { treshold: 0.3 } } as never), 'autoExtend.treshold');
     expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001'], autoExtend: 'yes' } as never), 'autoExtend');
   });
-  it('are refused per call', () => expectRejectsInvalid(redlock.acquire('r', 1000, { retrycount: 1 } as never), 'acquire options.retrycount'));
+  it('are refused per call', () =>
+    expectRejectsInvalid(redlock.acquire('r', 1000, { retrycount: 1 } as never), 'acquire options.retrycount'));
 });
 
 describe('acquire arguments', () => {

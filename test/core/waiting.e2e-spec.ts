@@ -48,10 +48,7 @@ describe('waiting for a busy resource', () => {
     const [entry] = await raw[0]!.zrange('redlock:queue:wake', '0', '0');
     const channel = `redlock:wake:${entry!.split('.')[0]}`;
     // Subscribed on every node, so the wake-up can only come from the release's PUBLISH.
-    await until(
-      async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
-      'the subscriptions',
-    );
+    await until(async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1), 'the subscriptions');
     // Every client has a channel of its own (subscribed up front when its calls wait by
     // default); the release publishes on the waiter's only, so no other client is woken.
     const listener = new Redis(fleet.urls[0]!);
@@ -126,7 +123,9 @@ describe('waiting for a busy resource', () => {
     const held = await holder.acquire('leave', 10_000);
     // Aborted while it waits in the queue.
     const controller = new AbortController();
-    const aborted = client({ retryDelay: 5000 }).acquire('leave', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+    const aborted = client({ retryDelay: 5000 })
+      .acquire('leave', 10_000, { signal: controller.signal })
+      .catch((e: unknown) => e);
     await until(async () => (await raw[0]!.zcard('redlock:queue:leave')) === 1, 'the waiter in the queue');
     controller.abort();
     expect(await aborted).toBeInstanceOf(LockAbortedError);

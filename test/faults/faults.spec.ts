@@ -259,7 +259,9 @@ async function run(fault: string, scenario: Scenario): Promise<Outcome> {
   }
   if (guardChecks.length > 0) {
     const short = guardChecks.filter((ms) => ms < TTL).length;
-    notes.push(`restart guard: ${guardChecks.length} restarts noticed, excluded for less than the ttl in ${short} (${guardChecks.join(',')} ms)`);
+    notes.push(
+      `restart guard: ${guardChecks.length} restarts noticed, excluded for less than the ttl in ${short} (${guardChecks.join(',')} ms)`,
+    );
   }
   const codes = Object.entries(verdict.failures).map(([code, k]) => `${k} ${code}`);
   if (codes.length > 0) {
@@ -488,8 +490,9 @@ describe('fault suite', () => {
         end();
       },
     });
-    const during = Array.from({ length: WORKERS }, (_, id) =>
-      o.sections.filter((s) => s.w === id && s.start > phase2.from && s.start < phase2.to).length,
+    const during = Array.from(
+      { length: WORKERS },
+      (_, id) => o.sections.filter((s) => s.w === id && s.start > phase2.from && s.start < phase2.to).length,
     );
     o.notes.unshift(`locks per worker while nodes 0+1 hung (needs node 4): ${during.join('/')}`);
     expectSafe(o);
@@ -532,7 +535,11 @@ describe('fault suite', () => {
       return run(fault, {
         durationMs: 4800,
         nodesFor: (id) =>
-          id === 0 ? [0, 1, 2, 3, 4].map((i) => path(i, i <= 2)) : id === 1 ? [0, 1, 2, 3, 4].map((i) => path(i, i === 0 || i >= 3)) : fleet.urls,
+          id === 0
+            ? [0, 1, 2, 3, 4].map((i) => path(i, i <= 2))
+            : id === 1
+              ? [0, 1, 2, 3, 4].map((i) => path(i, i === 0 || i >= 3))
+              : fleet.urls,
         redlock: { restartGuard },
         schedule: async (ctx) => {
           for (const t of [800, 2200, 3600]) {
@@ -678,7 +685,9 @@ describe('fault suite', () => {
     const recovery = restarted.map((t) =>
       Math.max(...Array.from({ length: WORKERS }, (_, id) => (o.sections.find((s) => s.w === id && s.start > t)?.start ?? Infinity) - t)),
     );
-    o.notes.unshift(`every worker locked again ${recovery.map((ms) => (ms === Infinity ? 'never' : `${Math.round(ms)} ms`)).join(' / ')} after the restarts`);
+    o.notes.unshift(
+      `every worker locked again ${recovery.map((ms) => (ms === Infinity ? 'never' : `${Math.round(ms)} ms`)).join(' / ')} after the restarts`,
+    );
     expectSafe(o);
     expect(o.verdict.failures.QUORUM_UNREACHABLE ?? 0).toBeGreaterThan(0);
     // Every acquire that gave up while a majority was down said so with QUORUM_UNREACHABLE.

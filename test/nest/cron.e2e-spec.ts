@@ -46,7 +46,7 @@ class Skipper {
 let fleet: RedisFleet;
 const apps: INestApplicationContext[] = [];
 
-async function startApp(name: string, providers: Function[]): Promise<INestApplicationContext> {
+async function startApp(name: string, providers: (new (...args: never[]) => unknown)[]): Promise<INestApplicationContext> {
   @Module({
     imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes: fleet.urls })],
     providers: providers as never[],

@@ -92,9 +92,7 @@ afterAll(async () => {
 
 describe('@Locked on an HTTP handler', () => {
   it('keeps a read-modify-write right under concurrent requests; the losers get 409', async () => {
-    const responses = await Promise.all(
-      Array.from({ length: 8 }, () => request(app.getHttpServer()).post('/c/a/incr')),
-    );
+    const responses = await Promise.all(Array.from({ length: 8 }, () => request(app.getHttpServer()).post('/c/a/incr')));
     const ok = responses.filter((r) => r.status === 201);
     const conflicts = responses.filter((r) => r.status === 409);
     expect(ok.length + conflicts.length).toBe(8);
@@ -113,7 +111,9 @@ describe('@Locked on an HTTP handler', () => {
   });
 
   it('holds the lock for a handler running three times the ttl, then releases it', async () => {
-    const long = request(app.getHttpServer()).get('/c/long').then((r) => r);
+    const long = request(app.getHttpServer())
+      .get('/c/long')
+      .then((r) => r);
     // Wait until the handler holds the lock (an event, not a sleep).
     await firstValueFrom(locks.events$.pipe(ofLockEvent('acquired')));
     const end = performance.now() + 800;
@@ -138,11 +138,16 @@ describe('@Locked on an HTTP handler', () => {
 
   it('aborts the handler signal and emits lost when a majority loses the keys', async () => {
     const inside = new Promise<void>((resolve) => (lostSeen = resolve));
-    const pending = request(app.getHttpServer()).get('/c/watched').then((r) => r);
+    const pending = request(app.getHttpServer())
+      .get('/c/watched')
+      .then((r) => r);
     await inside;
     const lost = firstValueFrom(locks.lost$);
     // The acquire was decided at quorum: make sure no SET is still in flight before deleting.
-    await until(async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:watched')))).every((n) => n === 1), 'the keys on every node');
+    await until(
+      async () => (await Promise.all(raw.map((r) => r.exists('redlock:lock:watched')))).every((n) => n === 1),
+      'the keys on every node',
+    );
     await Promise.all([0, 1].map((i) => raw[i]!.del('redlock:lock:watched')));
     const event = await lost;
     expect(event.resources).toEqual(['watched']);

@@ -110,7 +110,10 @@ async function threeSpellings(path: (id: string) => string, gate: () => Gate): P
 describe('@Locked keys on controllers are built from the arguments after pipes', () => {
   it("'{params.id}' is the ParseIntPipe value: /orders/42, /042 and /0042 pay order 42 once, the others answer 409", async () => {
     payGate = new Gate((g) => g.settled.length >= 2 || g.entered.length >= 3);
-    const statuses = await threeSpellings((id) => `/orders/${id}/pay`, () => payGate);
+    const statuses = await threeSpellings(
+      (id) => `/orders/${id}/pay`,
+      () => payGate,
+    );
     expect(statuses).toEqual([201, 409, 409]);
     expect(paid.get(42)).toBe(1);
     const acquired = events.filter(ofLockEventType('acquired')).map((e) => e.resources);
@@ -120,7 +123,10 @@ describe('@Locked keys on controllers are built from the arguments after pipes',
 
   it("'{args.0}' on a controller is the handler's first argument after its pipe", async () => {
     argsGate = new Gate((g) => g.settled.length >= 2 || g.entered.length >= 3);
-    const statuses = await threeSpellings((id) => `/orders/${id}/refund`, () => argsGate);
+    const statuses = await threeSpellings(
+      (id) => `/orders/${id}/refund`,
+      () => argsGate,
+    );
     expect(statuses).toEqual([201, 409, 409]);
     expect(argsGate.entered).toEqual([42]);
   });

@@ -75,7 +75,7 @@ describe('the call chain (AsyncLocalStorage)', () => {
     });
   });
 
-  it('withRequest keeps the chain\'s locks; requestFor answers only for the same handler metadata', () => {
+  it("withRequest keeps the chain's locks; requestFor answers only for the same handler metadata", () => {
     const metadata = {};
     const request: RequestScope = { metadata, type: 'http', request: { params: { id: '1' } } };
     const outer = lock(['a']);

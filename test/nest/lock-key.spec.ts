@@ -49,7 +49,9 @@ describe('resolveKey', () => {
 
   it('refuses a placeholder with nothing usable in the call, naming it', () => {
     const context = { args: [{ id: '' }, { nested: {} }, null] };
-    expect(() => resolveKey('order:{params.id}', context)).toThrow('Expected `@Locked key {params.id}` to be a string, number or boolean in the call, got undefined');
+    expect(() => resolveKey('order:{params.id}', context)).toThrow(
+      'Expected `@Locked key {params.id}` to be a string, number or boolean in the call, got undefined',
+    );
     expect(() => resolveKey('{args.0.id}', context)).toThrow('`@Locked key {args.0.id}`');
     expect(() => resolveKey('{args.1.nested}', context)).toThrow('got an object (Object)');
     expect(() => resolveKey('{args.2}', context)).toThrow('got null');

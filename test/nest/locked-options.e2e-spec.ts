@@ -217,7 +217,9 @@ describe('busy behaviour on HTTP handlers', () => {
 
 describe('Observable handlers', () => {
   it('hold the lock until the stream completes', async () => {
-    const pending = request(app.getHttpServer()).get('/o/stream').then((r) => r);
+    const pending = request(app.getHttpServer())
+      .get('/o/stream')
+      .then((r) => r);
     await firstValueFrom(locks.events$.pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'stream')));
     expect(await locks.tryAcquire('stream', 1000)).toBeNull();
     expect((await pending).body).toEqual({ n: 1 });
@@ -289,4 +291,3 @@ describe('Observable provider methods', () => {
     await released;
   });
 });
-

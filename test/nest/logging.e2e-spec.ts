@@ -170,7 +170,9 @@ describe('logging', () => {
     await fleet.kill(2);
     try {
       await expect(jobs.plain()).resolves.toBeUndefined(); // skipped, as when busy: nothing for the scheduler to log
-      expect(events.filter((e) => e.type === 'skipped')).toEqual([expect.objectContaining({ reason: 'unreachable', method: 'Jobs.plain' })]);
+      expect(events.filter((e) => e.type === 'skipped')).toEqual([
+        expect.objectContaining({ reason: 'unreachable', method: 'Jobs.plain' }),
+      ]);
       // One line about this run (node-level lines about the killed nodes are their own matter).
       const about = lines.filter((l) => l.message.includes('"plain"') && l.level !== 'debug' && l.level !== 'verbose');
       expect(about).toEqual([{ level: 'warn', message: expect.stringContaining('QUORUM_UNREACHABLE') }]);

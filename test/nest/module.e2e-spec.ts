@@ -77,8 +77,8 @@ describe('RedlockModule', () => {
         .then((m) => m.createNestApplication({ logger: false }).init());
     await expect(build({ driftFactor: 3 })).rejects.toThrow('Expected `driftFactor` to be a number in [0, 1), got 3 (number)');
     await expect(build({ methodBusy: { mode: 'later' } })).rejects.toThrow("Expected `methodBusy.mode` to be 'skip', 'throw' or 'wait'");
-    await expect(
-      Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: [] })] }).compile(),
-    ).rejects.toThrow('Expected `nodes` to be a non-empty array');
+    await expect(Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: [] })] }).compile()).rejects.toThrow(
+      'Expected `nodes` to be a non-empty array',
+    );
   });
 });

@@ -41,7 +41,9 @@ afterAll(async () => {
 
 describe('observability', () => {
   it('records metrics and spans with OpenTelemetry, and logs at sensible levels, never a lock value', async () => {
-    const ref = await Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT })] })
+    const ref = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT })],
+    })
       .setLogger(recorder)
       .compile();
     const app = await ref.createNestApplication({ logger: recorder }).init();
@@ -71,7 +73,9 @@ describe('observability', () => {
     const names = new Set(
       metricExporter.getMetrics().flatMap((m) => m.scopeMetrics.flatMap((s) => s.metrics.map((x) => x.descriptor.name))),
     );
-    expect([...names]).toEqual(expect.arrayContaining(['redlock.acquire.duration', 'redlock.held.duration', 'redlock.extensions', 'redlock.lost']));
+    expect([...names]).toEqual(
+      expect.arrayContaining(['redlock.acquire.duration', 'redlock.held.duration', 'redlock.extensions', 'redlock.lost']),
+    );
     const spans = spanExporter.getFinishedSpans().filter((s) => s.name === 'redlock.acquire');
     expect(spans.map((s) => s.attributes['redlock.outcome'])).toEqual(expect.arrayContaining(['acquired', 'busy']));
 

@@ -56,9 +56,7 @@ afterAll(async () => {
 
 describe('@Locked on a microservice message handler', () => {
   it('locks on a key from the message; a concurrent message for the same key is refused', async () => {
-    const results = await Promise.allSettled(
-      [1, 2, 3].map((amount) => firstValueFrom(client.send('pay', { account: 'acc-1', amount }))),
-    );
+    const results = await Promise.allSettled([1, 2, 3].map((amount) => firstValueFrom(client.send('pay', { account: 'acc-1', amount }))));
     const ok = results.filter((r) => r.status === 'fulfilled');
     expect(ok).toHaveLength(1);
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(2);

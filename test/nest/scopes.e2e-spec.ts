@@ -66,20 +66,27 @@ describe('@Locked on a request-scoped provider (issue 14.7)', () => {
     const response = await request(app.getHttpServer()).get('/scoped/7');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ result: 'ran 7' });
-    expect(events.filter((e) => e.type === 'acquired').map((e) => (e as { resources: readonly string[] }).resources)).toContainEqual(['scoped:7']);
+    expect(events.filter((e) => e.type === 'acquired').map((e) => (e as { resources: readonly string[] }).resources)).toContainEqual([
+      'scoped:7',
+    ]);
   });
 });
 
 describe('busy settings (issue 14.8)', () => {
-  it("are checked where @Locked is applied, not on the first busy call", () => {
+  it('are checked where @Locked is applied, not on the first busy call', () => {
     expect(() => Locked('k', 1000, { busy: { mode: 'wiat' as never } })).toThrow(InvalidArgumentError);
     expect(() => Locked('k', 1000, { busy: { status: 200 } })).toThrow(/status/);
   });
 
   it('answer a busy handler with the status configured and its own reason phrase, not always "Conflict"', async () => {
     const server = app.getHttpServer();
-    const first = request(server).get('/locked/held').then((r) => r);
-    await until(() => events.some((e) => e.type === 'acquired' && (e as { resources: readonly string[] }).resources[0] === 'held-423'), 'the first request holding the lock');
+    const first = request(server)
+      .get('/locked/held')
+      .then((r) => r);
+    await until(
+      () => events.some((e) => e.type === 'acquired' && (e as { resources: readonly string[] }).resources[0] === 'held-423'),
+      'the first request holding the lock',
+    );
     const busy = await request(server).get('/locked/held');
     open();
     expect((await first).status).toBe(200);

@@ -12,6 +12,8 @@ export async function otherIoredis(): Promise<new (url: string, options?: RedisO
   const root = path.resolve('node_modules');
   const copy = path.join(root, '.cache', 'ioredis-copy', 'node_modules', 'ioredis');
   if (!existsSync(path.join(copy, 'package.json'))) cpSync(path.join(root, 'ioredis'), copy, { recursive: true });
-  const module = (await import(path.join(copy, 'built', 'index.js'))) as { default: { Redis: new (url: string, options?: RedisOptions) => RedisClass } };
+  const module = (await import(path.join(copy, 'built', 'index.js'))) as {
+    default: { Redis: new (url: string, options?: RedisOptions) => RedisClass };
+  };
   return module.default.Redis;
 }

@@ -8,14 +8,7 @@
  * stops at once, with one line, when there is nothing to run on.
  * testcontainers is only imported when containers are actually considered.
  */
-import {
-  RedisNode,
-  killAllSync,
-  liveNodes,
-  type RedisNodeOptions,
-  type RestartOptions,
-  type TestRedisNode,
-} from './redis-node.js';
+import { RedisNode, killAllSync, liveNodes, type RedisNodeOptions, type RestartOptions, type TestRedisNode } from './redis-node.js';
 import { containerRuntimeAvailable, findServers } from './find-servers.mjs';
 
 export { RedisNode, killAllSync, liveNodes, containerRuntimeAvailable };

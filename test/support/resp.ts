@@ -79,11 +79,7 @@ export function parseReply(buf: Buffer, offset = 0): { value: RespValue; next: n
  * RespError value (they are not thrown); connection errors and timeouts
  * reject.
  */
-export function rawCommand(
-  port: number,
-  args: readonly (string | number)[],
-  opts: RawCommandOptions = {},
-): Promise<RespValue> {
+export function rawCommand(port: number, args: readonly (string | number)[], opts: RawCommandOptions = {}): Promise<RespValue> {
   const host = opts.host ?? '127.0.0.1';
   const timeoutMs = opts.timeoutMs ?? 1000;
   return new Promise<RespValue>((resolve, reject) => {

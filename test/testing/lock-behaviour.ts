@@ -51,8 +51,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
     };
 
     /** Deletes a resource's lock key on every node: the lock's keys are gone. */
-    const deleteEverywhere = (resource: string) =>
-      Promise.all(backend.nodes.map((_, i) => backend.deleteKey(i, lockKey(resource))));
+    const deleteEverywhere = (resource: string) => Promise.all(backend.nodes.map((_, i) => backend.deleteKey(i, lockKey(resource))));
 
     /** Whether `resources` are busy now; a lock it took is released on every node before it answers. */
     const busyNow = (redlock: Redlock, resources: string | string[]) =>
@@ -112,7 +111,11 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
     });
 
     it('the plain protocol (fencing and fair waiting off, one resource: a bare SET NX) excludes, refuses, releases and expires', async () => {
-      const { counter, maxInside, clients: [a, b] } = await readModifyWrite('plain', 20, { fencing: false, fairWaiting: false });
+      const {
+        counter,
+        maxInside,
+        clients: [a, b],
+      } = await readModifyWrite('plain', 20, { fencing: false, fairWaiting: false });
       expect([counter, maxInside]).toEqual([20, 1]);
       const held = await a.acquire('plain', 5000);
       expect(await busyNow(b, 'plain')).toBe(true);

@@ -40,7 +40,11 @@ describe('MemoryRedisNode', () => {
     const all = (Object.values(scripts) as unknown[]).filter(
       (s): s is scripts.Script => typeof s === 'object' && s !== null && 'sha' in s && 'lua' in s,
     );
-    expect(memoryNodeScripts().map((s) => s.name).sort()).toEqual(all.map((s) => s.name).sort());
+    expect(
+      memoryNodeScripts()
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(all.map((s) => s.name).sort());
     // A changed script needs its twin in lib/testing/memory-scripts.ts reviewed, then this table updated.
     expect(Object.fromEntries(all.map((s) => [s.name, s.sha]))).toEqual(IMPLEMENTED_SHAS);
   });
@@ -145,7 +149,16 @@ describe('MemoryRedisNode', () => {
     // A release publishes the first waiter's id on its client's channel.
     await node.set('redlock:lock:r', 'holder', 'PX', 5000);
     // Waiter w1 finds it held and queues (keys: lock, queue, deadlines; no fencing).
-    const queued = await node.eval(ACQUIRE.lua, 3, 'redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r', 'w1-value', 1000, `c1.w1 ${Date.now()} 5000`);
+    const queued = await node.eval(
+      ACQUIRE.lua,
+      3,
+      'redlock:lock:r',
+      'redlock:queue:r',
+      'redlock:queue-deadlines:r',
+      'w1-value',
+      1000,
+      `c1.w1 ${Date.now()} 5000`,
+    );
     expect(queued).toEqual([0, expect.any(Number)]);
     expect(await node.zcard('redlock:queue:r')).toBe(1);
     const releaseKeys = ['redlock:lock:r', 'redlock:queue:r', 'redlock:queue-deadlines:r'];

@@ -64,9 +64,7 @@ describe('RedlockTestingModule', () => {
   });
 
   it('runs a @Locked endpoint once at a time and answers 409 to the others', async () => {
-    const responses = await Promise.all(
-      Array.from({ length: 6 }, () => request(app.getHttpServer()).post('/orders/42/reserve')),
-    );
+    const responses = await Promise.all(Array.from({ length: 6 }, () => request(app.getHttpServer()).post('/orders/42/reserve')));
     const ok = responses.filter((r) => r.status === 201);
     const conflicts = responses.filter((r) => r.status === 409);
     expect(ok.length).toBeGreaterThanOrEqual(1);

@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, runScript, type Script } from '../../lib/core/scripts.js';
+import {
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  FENCED_ACCESS,
+  INSPECT,
+  LEAVE_QUEUE,
+  RELEASE,
+  runScript,
+  type Script,
+} from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour } from './lock-behaviour.js';
 
@@ -124,7 +134,12 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         }
         case 'confirm': {
           const above = pick([0, 1, 5]);
-          result = await run(CONFIRM_TOKEN, [...locks, ...fences], (side) => [value, String(tokens[side] + above), resources.length, 60_000]);
+          result = await run(CONFIRM_TOKEN, [...locks, ...fences], (side) => [
+            value,
+            String(tokens[side] + above),
+            resources.length,
+            60_000,
+          ]);
           break;
         }
         case 'extend': {

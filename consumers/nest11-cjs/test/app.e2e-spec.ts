@@ -53,7 +53,10 @@ describe('nest-redlock in a NestJS 11 CommonJS app (packed tarball)', () => {
       ...Array.from({ length: 5 }, () => request(base).post('/items/42')),
       request(base).post('/items/7'), // another key: not blocked by item:42
     ]);
-    const on42 = concurrent.slice(0, 5).map((r) => r.status).sort();
+    const on42 = concurrent
+      .slice(0, 5)
+      .map((r) => r.status)
+      .sort();
     expect(on42).toEqual([201, 409, 409, 409, 409]);
     expect(concurrent[5]!.status).toBe(201);
     expect(concurrent.find((r) => r.status === 201)!.body).toEqual({ id: '42', updated: true });
@@ -69,8 +72,7 @@ describe('nest-redlock in a NestJS 11 CommonJS app (packed tarball)', () => {
 
   it('the locked cron job runs under its lock', async () => {
     const job = app!.get(TickJob);
-    const acquiredTick = () =>
-      events.some((e) => e.type === 'acquired' && e.resources.length === 1 && e.resources[0] === TICK_RESOURCE);
+    const acquiredTick = () => events.some((e) => e.type === 'acquired' && e.resources.length === 1 && e.resources[0] === TICK_RESOURCE);
     await until(() => acquiredTick() && job.runs.length > 0, 5000, `an 'acquired' event for ${TICK_RESOURCE} and a run`);
     expect(job.runs[0]).toEqual([TICK_RESOURCE]);
     await until(

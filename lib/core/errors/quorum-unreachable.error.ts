@@ -16,7 +16,9 @@ export class QuorumUnreachableError extends LockError {
     readonly attempts: readonly AttemptReport[],
     readonly quorum: number,
   ) {
-    super(`Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${describeAttempt(attempts.at(-1))})`);
+    super(
+      `Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${describeAttempt(attempts.at(-1))})`,
+    );
   }
 }
 
@@ -28,7 +30,14 @@ function failureOf(attempt: AttemptReport | undefined, quorum: number): string {
   const outcomes = new Set(attempt?.nodes.map((node) => node.outcome));
   const errors = outcomes.has('error');
   const late = outcomes.has('timeout') || outcomes.has('pending');
-  const what = errors && !late ? 'failed with errors or could not be reached' : errors ? 'failed or did not answer in time' : late ? 'did not answer in time' : 'were left out';
+  const what =
+    errors && !late
+      ? 'failed with errors or could not be reached'
+      : errors
+        ? 'failed or did not answer in time'
+        : late
+          ? 'did not answer in time'
+          : 'were left out';
   const guarded = outcomes.has('excluded') ? ' (nodes that restarted recently are left out by the restart guard)' : '';
   return `too many nodes ${what} for a quorum of ${quorum}${guarded}`;
 }
