@@ -84,7 +84,7 @@ export class Redlock implements LockOwner {
     this.#nodes = buildNodes(options.nodes);
     let clustered: boolean;
     try {
-      clustered = this.#nodes.some((n) => n.kind === 'cluster');
+      clustered = this.#nodes.some((n) => n.connection.isCluster);
       this.layout = new KeyLayout(this.options.prefix, clustered);
     } catch (error) {
       for (const node of this.#nodes) void node.close(0);
