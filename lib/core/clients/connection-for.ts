@@ -1,5 +1,6 @@
 import type { RedisOptions } from 'ioredis';
 import type { LockConnection } from '../connection.js';
+import { GlideConnection, isGlide, type GlideClientLike } from './glide.connection.js';
 import { IoredisConnection, isIoredis, openIoredis, type IoredisClientLike, type RedisClient } from './ioredis.connection.js';
 
 /**
@@ -7,7 +8,7 @@ import { IoredisConnection, isIoredis, openIoredis, type IoredisClientLike, type
  * knows (left open by `close()`), a connection URL or an ioredis options object
  * (connected and closed by the lock client).
  */
-export type NodeSpec = RedisClient | IoredisClientLike | string | RedisOptions;
+export type NodeSpec = RedisClient | IoredisClientLike | GlideClientLike | string | RedisOptions;
 
 /**
  * The connection for one node spec, and whether the lock client opened it (and
@@ -20,7 +21,10 @@ export function connectionFor(spec: NodeSpec): { connection: LockConnection; own
     return { connection: new IoredisConnection(openIoredis(spec as string | RedisOptions)), owned: true };
   }
   if (isIoredis(spec)) return { connection: new IoredisConnection(spec), owned: false };
-  throw new TypeError(`${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster)`);
+  if (isGlide(spec)) return { connection: new GlideConnection(spec), owned: false };
+  throw new TypeError(
+    `${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster, a GLIDE GlideClient or GlideClusterClient)`,
+  );
 }
 
 function isPlainObject(value: object): boolean {
