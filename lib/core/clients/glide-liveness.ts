@@ -17,7 +17,11 @@ type GlideEvent = 'ready' | 'lost' | 'end' | 'error';
  * reaches a restarted server in the few ms before the next probe.
  */
 export class GlideLiveness {
-  #state: 'ready' | 'reconnecting' | 'end' = 'ready';
+  /**
+   * `reconnecting`: the connection dropped (`lost` was emitted); `unreachable`:
+   * the node stopped answering in time, whether the connection dropped unknown.
+   */
+  #state: 'ready' | 'reconnecting' | 'unreachable' | 'end' = 'ready';
   #runId: string | undefined;
   /** INFO refused (an ACL without +info): PING says whether the node answers, not whether it restarted. */
   #infoRefused = false;
@@ -40,7 +44,8 @@ export class GlideLiveness {
     let set = this.#listeners.get(event);
     if (!set) this.#listeners.set(event, (set = new Set()));
     set.add(listener);
-    this.schedule();
+    // The first probe at once: the run id a later one compares with must be the one of now.
+    this.schedule(this.#runId === undefined ? 0 : GLIDE_HEARTBEAT);
     return () => {
       set.delete(listener);
       if (!this.listened) this.stop();
@@ -67,7 +72,7 @@ export class GlideLiveness {
   }
 
   private drop(): void {
-    if (this.#state !== 'ready') return;
+    if (this.#state === 'reconnecting' || this.#state === 'end') return;
     this.#state = 'reconnecting';
     this.emit('lost');
     this.schedule(0);
@@ -104,14 +109,11 @@ export class GlideLiveness {
   private answered(runId: string | undefined): void {
     const restarted = runId !== undefined && this.#runId !== undefined && runId !== this.#runId;
     if (runId !== undefined) this.#runId = runId;
-    if (this.#state === 'reconnecting') {
-      this.#state = 'ready';
-      this.emit('ready');
-    } else if (restarted && this.#state === 'ready') {
-      // Reconnected to a new server between two probes, nothing in flight: as if the drop had been seen.
-      this.emit('lost');
-      this.emit('ready');
-    }
+    if (this.#state === 'end' || (this.#state === 'ready' && !restarted)) return;
+    // A new server behind a connection GLIDE replaced unseen: as if the drop had been seen.
+    if (restarted && this.#state !== 'reconnecting') this.emit('lost');
+    this.#state = 'ready';
+    this.emit('ready');
   }
 
   private failed(error: unknown): void {
@@ -124,7 +126,7 @@ export class GlideLiveness {
     if (this.#state !== 'ready') return;
     // A timeout: the node is down or hung (GLIDE is reconnecting, or waits); whether the
     // connection dropped is unknown, so commands in flight keep their own timeouts.
-    this.#state = 'reconnecting';
+    this.#state = 'unreachable';
     this.emit('error', error instanceof Error ? error : new Error(message));
   }
 
