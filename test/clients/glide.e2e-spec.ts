@@ -134,6 +134,34 @@ describe('Valkey GLIDE clients as nodes', () => {
     }
   });
 
+  it('a paused node: locks go on at quorum, the node is reported hung, and counts again once resumed', async () => {
+    const events: LockEvent[] = [];
+    const redlock = client({ nodeTimeout: 50, restartGuard: 0, onEvent: (e) => events.push(e) });
+    await redlock.acquire('warm', 5000).then((l) => l.release());
+    await fleet.pause(1);
+    try {
+      // Rounds decide at quorum without it; once its oldest command has waited past the node timeout, it is hung.
+      let i = 0;
+      await until(async () => {
+        await (await redlock.acquire(`paused:${i++}`, 5000)).release();
+        return events.some((e) => e.type === 'node-hung');
+      }, 'the node reported hung');
+      expect(events.find((e) => e.type === 'node-hung')).toMatchObject({ node: `127.0.0.1:${fleet.ports[1]}/0` });
+    } finally {
+      await fleet.resume(1);
+    }
+    await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'node 1 answering again');
+    await fleet.pause(0);
+    try {
+      // A quorum now needs node 1.
+      const lock = await redlock.acquire('needs-1', 5000, { retryCount: 0 });
+      expect(await raw[1]!.exists('redlock:lock:needs-1')).toBe(1);
+      await lock.release();
+    } finally {
+      await fleet.resume(0);
+    }
+  });
+
   it('after SCRIPT FLUSH, sends the script once by EVAL, and never after the caller’s deadline', async () => {
     const connection = new GlideConnection(glide[0]!);
     const exists = async () => ((await raw[0]!.script('EXISTS', ACQUIRE.sha, EXTEND.sha)) as number[]).join(',');
