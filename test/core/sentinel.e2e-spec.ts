@@ -32,6 +32,12 @@ async function onMaster(name: string, key: string): Promise<unknown> {
   return checkedCommand((await sentinel.master(name)).port, ['GET', key]);
 }
 
+/** Clients subscribed on the sentinels: ioredis's failover detectors (sentinels subscribe on the servers only). */
+async function detectors(): Promise<number> {
+  const lists = await Promise.all(sentinel.sentinels.map((s) => checkedCommand(s.port, ['CLIENT', 'LIST'])));
+  return lists.flatMap((list) => String(list).split('\n')).filter((line) => / sub=[1-9]/.test(line)).length;
+}
+
 beforeAll(async () => {
   [sentinel, fleet] = await Promise.all([SentinelDeployment.start([{ name: 'lock-a', replicas: 1 }, { name: 'lock-b' }]), startFleet(2)]);
 });
@@ -48,12 +54,16 @@ afterAll(async () => {
 describe('Sentinel-managed nodes (issue 15)', () => {
   it('takes a lock through a Sentinel group, given as options (its own connection) or as the application client', async () => {
     // Two nodes: a quorum needs the Sentinel-managed one.
-    const owned = client({ nodes: [group('lock-a'), fleet.urls[0]!] });
+    const owned = client({ nodes: [group('lock-a', { failoverDetector: true }), fleet.urls[0]!] });
     expect(owned.nodeLabels[0]).toBe(labelOf('lock-a'));
     const a = await owned.acquire('through-sentinel', 5000);
     expect(await onMaster('lock-a', 'redlock:lock:through-sentinel')).not.toBeNull();
     await a.release();
     expect(await onMaster('lock-a', 'redlock:lock:through-sentinel')).toBeNull();
+    // ioredis's failover detector listens on every sentinel; close() stops it (quit() alone does not).
+    await until(async () => (await detectors()) === sentinel.sentinels.length, 'a failover detector on every sentinel');
+    await owned.close();
+    await until(async () => (await detectors()) === 0, 'no failover detector left on the sentinels', 2000);
 
     const app = new Redis(group('lock-a'));
     users.push(app);

@@ -152,10 +152,14 @@ export class IoredisConnection implements LockConnection {
   }
 
   quit(): Promise<boolean> {
-    return this.#client.quit().then(
+    const quit = this.#client.quit().then(
       () => true,
       () => false,
     );
+    // ioredis's quit() leaves a Sentinel client's failover detector (option
+    // failoverDetector) subscribed on every sentinel, reconnecting forever;
+    // only disconnect() stops it.
+    return this.failsOver ? quit.then((quitted) => (this.#client.disconnect(), quitted)) : quit;
   }
 
   disconnect(): void {
