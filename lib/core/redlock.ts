@@ -226,7 +226,8 @@ export class Redlock implements LockOwner {
       throw new LockLostError(lock.resources, 'expired');
     }
     const t0 = performance.now();
-    const round = await callRound(EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl }), heldVerdict, {
+    const call = entry.permit?.extend(newTtl) ?? EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl });
+    const round = await callRound(call, heldVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
@@ -271,7 +272,9 @@ export class Redlock implements LockOwner {
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
-    const round = await callRound(RELEASE.call(held.keys.release, { value: secretOf(lock), fair }), doneVerdict, {
+    const call =
+      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+    const round = await callRound(call, doneVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
