@@ -55,7 +55,9 @@ export class AcquireLoop {
 
   /** Runs the plan: attempts (see `attemptAcquire`), judged, until one takes the lock or the call gives up. */
   async run(plan: AcquirePlan): Promise<Lock> {
-    const { set, notifier, closing } = this.#host;
+    const { notifier, closing } = this.#host;
+    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
+    const set = plan.permit ? { nodes: this.#host.set.nodes, quorum: plan.permit.calls.quorum } : this.#host.set;
     const attempts: AttemptReport[] = [];
     /** The nodes any attempt went to: where a waiter may be queued. */
     const queuedOn: boolean[] = set.nodes.map(() => false);

@@ -19,6 +19,8 @@ export interface PlanContext {
    * script, which knows its own value.
    */
   readonly clustered: boolean;
+  /** How many nodes the client has (a semaphore's quorum depends on it). */
+  readonly nodeCount: number;
   /** Names this client in its waiters' ids. */
   readonly clientId: string;
   /** `<prefix>wake:`: a release wakes a waiter on this, followed by its client id. */
@@ -121,7 +123,7 @@ export function planAcquire(
     retention,
   };
   if (permit) {
-    const calls = permitCalls(layout, names[0]!, permit, value, { fencing: retention > 0, fair, wakePrefix });
+    const calls = permitCalls(layout, names[0]!, permit, value, { fencing: retention > 0, fair, wakePrefix, nodes: context.nodeCount });
     const locks = calls.locks;
     return {
       ...base,

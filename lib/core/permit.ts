@@ -1,4 +1,5 @@
 import type { KeyLayout } from './keys.js';
+import { permitQuorumOf, quorumOf } from './quorum.js';
 import type { AcquireOptions } from './options.js';
 import { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE, type PermitAcquireArgs } from './permit-scripts.js';
 import type { Call } from './script.js';
@@ -41,6 +42,8 @@ export interface PermitCalls {
   readonly extend: (ttl: number) => Call<boolean>;
   /** `leaving`: this holder's waiter id if it may still be queued somewhere; `skip`: an undo's own waiter. */
   readonly release: (opts: { member: boolean; leaving: string; skip: string }) => Call<number>;
+  /** Votes the permit needs (see `permitQuorumOf`). */
+  readonly quorum: number;
   /** The keys: holders (the lock key), then queue and deadlines with fair waiting. */
   readonly locks: readonly string[];
   readonly queues: readonly string[];
@@ -56,7 +59,7 @@ export function permitCalls(
   resource: string,
   permit: PermitKind,
   value: string,
-  options: { fencing: boolean; fair: boolean; wakePrefix: string },
+  options: { fencing: boolean; fair: boolean; wakePrefix: string; nodes: number },
 ): PermitCalls {
   const { kind } = permit;
   const member = permit.writer ? `${value}:w` : value;
@@ -76,6 +79,7 @@ export function permitCalls(
         kind,
         fair: options.fair ? { wakePrefix: options.wakePrefix, leaving, skip } : undefined,
       }),
+    quorum: kind === 'rw' ? quorumOf(options.nodes) : permitQuorumOf(options.nodes, Number(kind)),
     locks: [holders],
     queues,
   };

@@ -96,7 +96,17 @@ export class Redlock implements LockOwner {
     this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
     const { options: resolved, layout, clientId, wakePrefix } = this;
     const nodeTimeoutFor = (ttl: number, override?: number) => this.nodeTimeoutFor(ttl, override);
-    this.#planning = { options: resolved, layout, clustered, clientId, wakePrefix, identity, random: new RandomPool(), nodeTimeoutFor };
+    this.#planning = {
+      options: resolved,
+      layout,
+      clustered,
+      nodeCount: this.#nodes.length,
+      clientId,
+      wakePrefix,
+      identity,
+      random: new RandomPool(),
+      nodeTimeoutFor,
+    };
     this.loop = new AcquireLoop({
       set: this.#set,
       owner: this,
@@ -227,15 +237,18 @@ export class Redlock implements LockOwner {
     }
     const t0 = performance.now();
     const call = entry.permit?.extend(newTtl) ?? EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl });
+    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
+    const quorum = entry.permit?.quorum ?? this.quorum;
     const round = await callRound(call, heldVerdict, {
-      ...this.#set,
+      nodes: this.#nodes,
+      quorum,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
     });
     const attempt: AttemptReport = { attempt: 1, elapsed: round.elapsed, nodes: round.reports };
     const validity = validityOf(newTtl, round.elapsed, this.options.driftFactor);
     if (!this.locks.has(lock)) throw new LockLostError(lock.resources, 'released');
-    if (round.yes.length >= this.quorum && validity > 0) {
+    if (round.yes.length >= quorum && validity > 0) {
       lock.extended(newTtl, t0 + round.elapsed + validity);
       this.emit({
         type: 'extended',
@@ -249,11 +262,13 @@ export class Redlock implements LockOwner {
       });
       return lock;
     }
-    if (round.reports.filter((r) => r.outcome === 'not-held').length >= this.quorum) {
+    // Lost once too few nodes are left that could still hold it.
+    const gone = entry.permit ? this.#nodes.length - quorum + 1 : this.quorum;
+    if (round.reports.filter((r) => r.outcome === 'not-held').length >= gone) {
       this.lost(lock, 'keys-gone');
       throw new LockLostError(lock.resources, 'keys-gone', attempt);
     }
-    throw new QuorumUnreachableError('extend', lock.resources, [attempt], this.quorum);
+    throw new QuorumUnreachableError('extend', lock.resources, [attempt], quorum);
   }
 
   /**
