@@ -122,19 +122,7 @@ export function planAcquire(
     deadline: retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout,
     retention,
   };
-  if (permit) {
-    const calls = permitCalls(layout, names[0]!, permit, value, { fencing: retention > 0, fair, wakePrefix, nodes: context.nodeCount });
-    const locks = calls.locks;
-    return {
-      ...base,
-      keys: { locks, acquire: locks, confirm: locks, release: locks, queues: calls.queues },
-      acquire: () => calls.acquire({ ttl: lockTtl, fair: queueing, fencing: fencing() }),
-      undo: calls.release({ member: true, leaving: '', skip: waiter }),
-      confirm: (token) => calls.confirm(token, retention),
-      leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
-      permit: { ...permit, calls },
-    };
-  }
+  if (permit) return planPermit(context, base, permit, { fair: queueing, fencing });
   const keys = layout.forLock(names, retention > 0, fair);
   const args: AcquireArgs = { value, ttl: lockTtl, fair: queueing };
   // The plain protocol on one resource needs no script: the wire's floor.
@@ -147,5 +135,32 @@ export function planAcquire(
     confirm: (token) => CONFIRM_TOKEN.call(keys.confirm, { value, token, locks: keys.confirm.length / 2, retention }),
     leave: () => LEAVE_QUEUE.call(keys.queues, { waiter, wakePrefix }),
     permit: undefined,
+  };
+}
+
+/** The plan of a semaphore's or read-write lock's permit (see permit-scripts.ts). */
+function planPermit(
+  context: PlanContext,
+  base: Omit<AcquirePlan, 'keys' | 'acquire' | 'undo' | 'confirm' | 'leave' | 'permit'>,
+  permit: PermitKind,
+  per: { fair: FairWaiting | undefined; fencing: () => AcquireArgs['fencing'] },
+): AcquirePlan {
+  const { retention, waiter, value } = base;
+  const { fairWaiting: fair } = context.options;
+  const calls = permitCalls(context.layout, base.names[0]!, permit, value, {
+    fencing: retention > 0,
+    fair,
+    wakePrefix: context.wakePrefix,
+    nodes: context.nodeCount,
+  });
+  const locks = calls.locks;
+  return {
+    ...base,
+    keys: { locks, acquire: locks, confirm: locks, release: locks, queues: calls.queues },
+    acquire: () => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing() }),
+    undo: calls.release({ member: true, leaving: '', skip: waiter }),
+    confirm: (token) => calls.confirm(token, retention),
+    leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
+    permit: { ...permit, calls },
   };
 }
