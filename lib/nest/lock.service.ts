@@ -119,6 +119,8 @@ export class LockService {
     try {
       return await this.client.acquire(resources, metadata.ttl, {
         autoExtend: true,
+        limit: metadata.options.limit,
+        mode: metadata.options.mode,
         ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
       });
     } catch (error) {

@@ -22,6 +22,7 @@ describe('public exports', () => {
         'LockBusyException',
         'LockError',
         'LockEventsLogger',
+        'LockKindMismatchError',
         'LockLostError',
         'LockService',
         'LockUnavailableException',
