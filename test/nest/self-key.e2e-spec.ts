@@ -14,12 +14,12 @@ class TenantImport {
   ) {}
 
   @Locked<[string], TenantImport>(({ self, args }) => `import:${self.tenant}:${args[0]}`, 5000)
-  async byFunction(file: string) {
+  async byFunction(_file: string) {
     return this.locks.current()!.resources;
   }
 
   @Locked('import:{self.tenant}:{args.0}', 5000)
-  async byTemplate(file: string) {
+  async byTemplate(_file: string) {
     return this.locks.current()!.resources;
   }
 }
