@@ -17,6 +17,9 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit {
+  /** Whether some `@Locked` method is a `@Cron` method (its key may read `{tick}`). */
+  private cron = false;
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -43,9 +46,6 @@ export class LockedExplorer implements OnModuleInit {
     if (gateways) await loadWsException();
     if (this.cron) await loadCron();
   }
-
-  /** Whether some `@Locked` method is a `@Cron` method (its key may read `{tick}`). */
-  private cron = false;
 
   private hasLocked(prototype: object): boolean {
     const methods = prototype as Record<string, unknown>;
