@@ -12,7 +12,7 @@ import { HeldLocks } from './held-locks.js';
 import { encodeIdentity } from './holder.js';
 import { inspectNodes, type ResourceInspection } from './inspection.js';
 import { KeyLayout, validateResources } from './keys.js';
-import { Lock, secretOf, type LockOwner } from './lock.js';
+import { Lock, secretOf } from './lock.js';
 import type { LockNode } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
 import { buildNodes } from './node-specs.js';
@@ -53,7 +53,9 @@ const CLOSE_TIMEOUT = 500;
  * });
  * await redlock.close();
  */
-export class Redlock implements LockOwner {
+// The owner side of its locks (LockOwner) is internal: checked where a Lock is made, not declared here,
+// so that the published declarations (stripInternal) stay consistent.
+export class Redlock {
   /** Votes needed: floor(N/2)+1. */
   readonly quorum: number;
   // Secret-bearing fields are truly private (#): no inspect, logger or serializer
@@ -84,7 +86,7 @@ export class Redlock implements LockOwner {
     this.#nodes = buildNodes(options.nodes);
     let clustered: boolean;
     try {
-      clustered = this.#nodes.some((n) => n.kind === 'cluster');
+      clustered = this.#nodes.some((n) => n.connection.isCluster);
       this.layout = new KeyLayout(this.options.prefix, clustered);
     } catch (error) {
       for (const node of this.#nodes) void node.close(0);

@@ -13,8 +13,7 @@ import { validateResources } from '../core/layers.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import type { LockedMetadata } from './locked.metadata.js';
-import type { LockedRunner } from './locked.registry.js';
-import { runLocked, type LockTaker } from './locked.runner.js';
+import { runLocked } from './locked.runner.js';
 import { redlockLogger } from './redlock.logger.js';
 import { skipsWhenBusy, type ResolvedBusy } from './busy.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
@@ -31,7 +30,9 @@ import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
  * });
  */
 @Injectable()
-export class LockService implements LockedRunner, LockTaker {
+// Its @Locked side (LockedRunner, LockTaker) is internal: checked where it is registered and called, not
+// declared here, so that the published declarations (stripInternal) stay consistent.
+export class LockService {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
   private readonly logger: ReturnType<typeof redlockLogger>;

@@ -264,12 +264,25 @@ export function scriptSha(lua: string): string {
 
 /** EVAL of one of this library's scripts, which `loaded` (the server's script cache) then holds; other scripts are refused. */
 export function evalLua(ops: Ops, loaded: Set<string>, sha: string, numKeys: number | string, keysAndArgs: Arg[]): unknown {
+  const implementation = ownScript(sha);
+  loaded.add(sha);
+  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+}
+
+/** SCRIPT LOAD of one of this library's scripts: cached in `loaded`, not run; other scripts are refused. */
+export function loadLua(loaded: Set<string>, lua: string): string {
+  const sha = scriptSha(lua);
+  ownScript(sha);
+  loaded.add(sha);
+  return sha;
+}
+
+function ownScript(sha: string) {
   const implementation = BY_SHA.get(sha);
   if (!implementation) {
     throw new Error(`ERR MemoryRedisNode runs only nest-redlock's own scripts; this one (sha ${sha}) is not one of them`);
   }
-  loaded.add(sha);
-  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+  return implementation;
 }
 
 function runImplementation(run: Implementation, ops: Ops, numKeys: number | string, keysAndArgs: Arg[]): unknown {
