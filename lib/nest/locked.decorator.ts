@@ -39,7 +39,11 @@ export type LockedDecorator = <M extends LockableMethod>(
  * @Cron('0 * * * * *') @Locked('report:minutely', 30_000) async report() {}
  * @Post(':id/pay') @Locked('order:{params.id}') pay(@Param('id') id: string) {}
  */
-export function Locked<TArgs extends unknown[] = any[]>(key: LockKey<TArgs>, ttl?: number, options: LockedOptions = {}): LockedDecorator {
+export function Locked<TArgs extends unknown[] = any[], TSelf = any>(
+  key: LockKey<TArgs, TSelf>,
+  ttl?: number,
+  options: LockedOptions = {},
+): LockedDecorator {
   checkKey(key);
   if (ttl !== undefined) checkTtl(ttl, '@Locked ttl');
   if (options.lockAtLeastFor !== undefined) checkTtl(options.lockAtLeastFor, '@Locked lockAtLeastFor');
