@@ -42,6 +42,9 @@ describe('GLIDE clients, told by shape', () => {
     expect(owned).toBe(false); // the application's client: never closed by the lock client
     expect(connection.identity).toBe('10.0.0.2:6379,127.0.0.1:7000/3');
     expect(connection.isCluster).toBe(false);
+    // A primary and its replica: the restart guard takes a new run id for a failover.
+    expect(connection.failsOver).toBe(true);
+    expect(connectionFor(new FakeGlideClient({ addresses: [{ host: '127.0.0.1', port: 7000 }] })).connection.failsOver).toBe(false);
     expect(inspect(connection, { depth: 5, showHidden: true })).not.toContain('hunter2');
   });
 

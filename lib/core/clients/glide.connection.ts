@@ -53,6 +53,8 @@ interface GlideConfig {
 export class GlideConnection implements LockConnection {
   readonly identity: string;
   readonly isCluster: boolean;
+  /** A standalone client given a primary and its replicas follows the primary when another is promoted. */
+  readonly failsOver: boolean;
   // The client's configuration holds the node's credentials: truly private.
   readonly #client: GlideClientLike;
   readonly #liveness: GlideLiveness;
@@ -64,6 +66,7 @@ export class GlideConnection implements LockConnection {
     this.#client = client;
     this.isCluster = typeof (client as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function';
     this.identity = glideIdentity(configOf(client), this.isCluster);
+    this.failsOver = !this.isCluster && (configOf(client)?.addresses?.length ?? 0) > 1;
     this.#anyNode = this.isCluster ? { ...AS_STRINGS, route: 'randomNode' } : AS_STRINGS;
     this.#liveness = new GlideLiveness((info) => this.command(info ? ['INFO', 'server'] : ['PING']), !this.isCluster);
     this.#scripts = {
