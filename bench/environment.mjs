@@ -32,5 +32,6 @@ export function versions() {
     `@sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')}`,
     `redis-semaphore ${version('redis-semaphore')}`,
     `ioredis ${version('ioredis')} (all libraries)`,
+    `@valkey/valkey-glide ${version('@valkey/valkey-glide')} (the GLIDE row)`,
   ].join(', ');
 }
