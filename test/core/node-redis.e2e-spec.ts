@@ -15,6 +15,9 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { keysLeft } from '../support/node-stats.js';
 import { connected, closeClient, NODE_REDIS_VERSIONS, type NodeRedisClient } from '../support/node-redis-clients.js';
 import { until } from '../support/until.js';
+import * as redis4 from 'redis4';
+import * as redis5 from 'redis5';
+import * as redis6 from 'redis6';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleetStarted: Promise<RedisFleet> | undefined;
@@ -199,3 +202,59 @@ describe.each(NODE_REDIS_VERSIONS)('the node-redis adapter: $name', (version) =>
 
 /** Whether the client's wake channel is subscribed on every node. */
 const subscribed = (redlock: Redlock) => (redlock as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed;
+
+describe('node-redis clients set up their own way', () => {
+  it('are node specs as their own types say, without a cast (checked by tsc)', () => {
+    const seeds = { rootNodes: [{ url: 'redis://127.0.0.1:7000' }] };
+    const specs: NodeSpec[] = [
+      ...[redis4.createClient(), redis5.createClient(), redis5.createClient({ RESP: 3 }), redis6.createClient()],
+      ...[redis4.createCluster(seeds), redis5.createCluster(seeds), redis6.createCluster(seeds)],
+    ];
+    expect(specs).toHaveLength(7);
+  });
+
+  /** Takes and releases a lock with a fencing token, and inspects it, over `nodes`. */
+  const lockOver = async (nodes: unknown[]) => {
+    const redlock = new Redlock({ nodes: nodes as NodeSpec[], nodeTimeout: TEST_NODE_TIMEOUT, identity: { app: 'own-way' } });
+    try {
+      const lock = await redlock.acquire('own-way', 5000);
+      expect(lock.fencingToken).toBeGreaterThan(0);
+      expect(await redlock.inspect('own-way')).toMatchObject({ held: true, heldOn: 3, identity: { app: 'own-way' } });
+      await lock.release();
+      expect(await redlock.inspect('own-way')).toMatchObject({ held: false, heldOn: 0 });
+    } finally {
+      await redlock.close();
+    }
+  };
+
+  it('a v4 client in legacy mode (a callback sendCommand) is driven through its promise API', async () => {
+    const fleet = await sharedFleet();
+    const nodes = await Promise.all(fleet.urls.map((url) => connected(redis4.createClient({ url, legacyMode: true }))));
+    try {
+      await lockOver(nodes);
+    } finally {
+      await Promise.all(nodes.map((n) => n.v4.quit()));
+    }
+  });
+
+  /** A version's `createClient`, typed for both: their option types differ in generics only. */
+  type Create = (options: object) => NodeRedisClient & { close(): Promise<void> };
+  it.each([
+    ['v5', redis5.createClient as unknown as Create, redis5.RESP_TYPES.BLOB_STRING],
+    ['v6', redis6.createClient as unknown as Create, redis6.RESP_TYPES.BLOB_STRING],
+  ] as const)(
+    'a %s client whose replies are mapped to Buffers gets the default types for the lock commands',
+    async (_, createClient, blob) => {
+      const fleet = await sharedFleet();
+      const bufferReplies = { commandOptions: { typeMapping: { [blob]: Buffer } } };
+      const nodes = await Promise.all(fleet.urls.map((url) => connected(createClient({ url, ...bufferReplies }))));
+      try {
+        expect(await nodes[0]!.sendCommand(['PING'])).toBe('PONG');
+        expect(await nodes[0]!.sendCommand(['ECHO', 'x'])).toEqual(Buffer.from('x'));
+        await lockOver(nodes);
+      } finally {
+        await Promise.all(nodes.map((n) => n.close()));
+      }
+    },
+  );
+});
