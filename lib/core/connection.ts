@@ -22,6 +22,13 @@ export interface LockConnection {
    * for one shard only, so the restart guard does not apply.
    */
   readonly isCluster: boolean;
+  /**
+   * The client follows a primary that can be replaced (a Sentinel failover):
+   * a new run id after a reconnect may be another server, whose uptime says
+   * nothing of when the keys it lacks were lost, so the restart guard excludes
+   * it for its whole window. Absent: false.
+   */
+  readonly failsOver?: boolean;
   /** True while commands can be sent and answered. */
   readonly isReady: boolean;
   /** The client's own word for its state (`reconnecting`, `end`, ...), for error messages. */

@@ -74,7 +74,7 @@ export class Lock {
   /** The client that made it: truly private, so that no logger walks into its nodes. */
   readonly #owner: LockOwner;
 
-  /** @internal Created by `Redlock`; not for user code. */
+  /** Created by `Redlock` (`acquire`, `using`); not for user code. */
   constructor(owner: LockOwner, init: LockInit) {
     this.#owner = owner;
     this.id = init.id;

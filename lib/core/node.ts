@@ -110,10 +110,13 @@ export class LockNode {
           // server up for 30 ms can say 1. Only `reported - 1` s is certain.
           const reported = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity);
           const uptime = Math.max(0, reported - 1) * 1000;
-          const restarted = this.runId !== undefined ? runId !== this.runId : guard.atFirstContact && uptime < window;
+          const newRunId = this.runId !== undefined && runId !== this.runId;
+          const restarted = newRunId || (this.runId === undefined && guard.atFirstContact && uptime < window);
+          // After a failover the new primary's uptime is its age, not when it lost the keys the old one had.
+          const lostAgo = newRunId && this.connection.failsOver ? 0 : uptime;
           this.runId = runId;
-          this.excludedUntil = restarted ? performance.now() + window - uptime : 0;
-          if (restarted) guard.onRestart(this, Math.max(0, window - uptime));
+          this.excludedUntil = restarted ? performance.now() + window - lostAgo : 0;
+          if (restarted) guard.onRestart(this, Math.max(0, window - lostAgo));
         })
         .catch((error: unknown) => {
           const message = error instanceof Error ? error.message : String(error);

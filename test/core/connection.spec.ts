@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import type { RedisOptions } from 'ioredis';
 import { InvalidArgumentError, Redlock } from '../../lib/index.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { connectionFor } from '../../lib/core/clients/connection-for.js';
@@ -41,6 +42,32 @@ describe('the node boundary (issue 14 item 4)', () => {
     expect((error as InvalidArgumentError).argument).toBe('nodes[0]');
     expect((error as Error).message).toMatch(/a SomeClient is not a client this library knows/);
     expect((error as Error).message).not.toContain('hunter2');
+  });
+
+  it('names a Sentinel-managed node by its group and sentinels, in any order and spelling, never by credentials (issue 15)', () => {
+    const identity = (options: RedisOptions) => {
+      const { connection } = connectionFor({ lazyConnect: true, ...options });
+      connection.disconnect();
+      expect(connection.failsOver).toBe(true);
+      return connection.identity;
+    };
+    const sentinels = [{ host: 'localhost', port: 26380 }, { host: '10.0.0.7' }];
+    const secrets = { password: 'hunter2', sentinelPassword: 's3cret', username: 'locker', sentinelUsername: 'watcher' };
+    const named = identity({ sentinels, name: 'locks', ...secrets });
+    expect(named).toBe('sentinel(locks@10.0.0.7:26379,127.0.0.1:26380)/0');
+    expect(
+      identity({
+        sentinels: [
+          { host: '10.0.0.7', port: 26379 },
+          { host: '127.0.0.1', port: 26380 },
+        ],
+        name: 'locks',
+      }),
+    ).toBe(named);
+    // Another group, another deployment with a group of the same name, another database: other nodes.
+    expect(identity({ sentinels, name: 'other' })).not.toBe(named);
+    expect(identity({ sentinels: [{ host: '10.0.0.8' }], name: 'locks' })).not.toBe(named);
+    expect(identity({ sentinels, name: 'locks', db: 1 })).toBe('sentinel(locks@10.0.0.7:26379,127.0.0.1:26380)/1');
   });
 
   it('opens an ioredis connection of its own for a plain options object', () => {

@@ -64,13 +64,18 @@ const EVENTS = { ready: 'ready', lost: 'close', end: 'end', error: 'error' } as 
 export class IoredisConnection implements LockConnection {
   readonly identity: string;
   readonly isCluster: boolean;
+  readonly failsOver: boolean;
   // The client's options hold the node's password: truly private.
   readonly #client: Redis;
 
   constructor(client: IoredisClientLike) {
     this.#client = client as unknown as Redis;
     this.isCluster = client.isCluster;
-    this.identity = this.isCluster ? clusterIdentity(client) : standaloneIdentity(this.#client.options);
+    const { options } = this.#client;
+    // A Sentinel-managed client follows its group's master wherever it is: its
+    // host and port options are unused defaults (localhost:6379).
+    this.failsOver = !this.isCluster && Array.isArray(options.sentinels) && options.sentinels.length > 0;
+    this.identity = this.isCluster ? clusterIdentity(client) : this.failsOver ? sentinelIdentity(options) : standaloneIdentity(options);
   }
 
   get isReady(): boolean {
@@ -147,10 +152,14 @@ export class IoredisConnection implements LockConnection {
   }
 
   quit(): Promise<boolean> {
-    return this.#client.quit().then(
+    const quit = this.#client.quit().then(
       () => true,
       () => false,
     );
+    // ioredis's quit() leaves a Sentinel client's failover detector (option
+    // failoverDetector) subscribed on every sentinel, reconnecting forever;
+    // only disconnect() stops it.
+    return this.failsOver ? quit.then((quitted) => (this.#client.disconnect(), quitted)) : quit;
   }
 
   disconnect(): void {
@@ -161,6 +170,17 @@ export class IoredisConnection implements LockConnection {
 function standaloneIdentity({ host, port, path, db }: RedisOptions): string {
   const where = path ? `unix:${path}` : `${hostOf(host)}:${port ?? 6379}`;
   return `${where}/${db ?? 0}`;
+}
+
+/**
+ * `sentinel(<group>@<sentinels>)/db`: one group name may exist in several
+ * Sentinel deployments, told apart by their sentinels' addresses (sorted, so
+ * that the order they are listed in does not matter). Two specs must then list
+ * the same sentinels to be seen as one node.
+ */
+function sentinelIdentity({ name, sentinels, db }: RedisOptions): string {
+  const where = sentinels!.map(({ host, port }) => `${hostOf(host)}:${port ?? 26379}`);
+  return `sentinel(${name ?? ''}@${[...new Set(where)].sort().join(',')})/${db ?? 0}`;
 }
 
 function clusterIdentity(client: IoredisClientLike): string {
