@@ -74,6 +74,28 @@ function nestRedlock(extra) {
   };
 }
 
+/**
+ * nest-redlock over clients the application made with another library: node-redis
+ * (`redis`, v5) or iovalkey. Set up like the ioredis clients above (no offline queue).
+ */
+function nestRedlockOver(connect) {
+  return async (urls, { wait }) => {
+    const { Redlock } = await import(NEST_REDLOCK);
+    const clients = await Promise.all(urls.map(connect));
+    const redlock = new Redlock({ nodes: clients, retryCount: wait ? 1_000_000 : 0 });
+    return {
+      ready: () => redlock.ready(),
+      acquire: (key, ttl) => redlock.acquire(key, ttl),
+      release: (lock) => lock.release(),
+      attempts: (lock) => lock.attempts,
+      close: async () => {
+        await redlock.close();
+        await Promise.all(clients.map((c) => (c.close ?? c.quit).call(c).catch(() => undefined)));
+      },
+    };
+  };
+}
+
 export const adapters = {
   'nest-redlock': {
     waits: 'retryCount 1e6, default retryDelay 200 + jitter [0,100) ms, fair waiting (woken by releases)',
@@ -90,6 +112,29 @@ export const adapters = {
     waits: 'as nest-redlock',
     variant: 'speed', // the plain Redlock protocol, as the other libraries run it: what both features cost together
     create: nestRedlock({ fencing: false, fairWaiting: false }),
+  },
+
+  'nest-redlock (node-redis clients)': {
+    waits: 'as nest-redlock',
+    variant: 'speed', // the node-redis adapter beside the ioredis connections of the same run
+    create: nestRedlockOver(async (url) => {
+      const { createClient } = await import('redis');
+      const client = createClient({ url, disableOfflineQueue: true });
+      client.on('error', () => undefined); // a node down is part of the scenario
+      return client.connect();
+    }),
+  },
+
+  'nest-redlock (iovalkey clients)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    create: nestRedlockOver(async (url) => {
+      const { Valkey } = await import('iovalkey');
+      const client = new Valkey(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+      client.on('error', () => undefined);
+      if (client.status !== 'ready') await once(client, 'ready');
+      return client;
+    }),
   },
 
   'nest-redlock (fair waiting off)': {
