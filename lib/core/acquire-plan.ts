@@ -51,8 +51,8 @@ export interface AcquirePlan {
   readonly retention: number;
   /** The acquire of one attempt (made per attempt: the fencing floor is read from the clock). */
   readonly acquire: () => Call<AcquireReply>;
-  /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. */
-  readonly undo: Call<number>;
+  /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. Made only when needed. */
+  readonly undo: () => Call<number>;
 }
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
@@ -117,6 +117,6 @@ export function planAcquire(
       ? () => SET_NX.call(keys.acquire, args)
       : // The fencing token's floor: this clock in µs, one value for every node.
         () => ACQUIRE.call(keys.acquire, { ...args, fencing: retention > 0 ? { retention, floor: Date.now() * 1000 } : undefined }),
-    undo: RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix, undoneBy: waiter } : undefined }),
+    undo: () => RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix, undoneBy: waiter } : undefined }),
   };
 }
