@@ -98,7 +98,17 @@ export class Redlock {
     this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
     const { options: resolved, layout, clientId, wakePrefix } = this;
     const nodeTimeoutFor = (ttl: number, override?: number) => this.nodeTimeoutFor(ttl, override);
-    this.#planning = { options: resolved, layout, clustered, clientId, wakePrefix, identity, random: new RandomPool(), nodeTimeoutFor };
+    this.#planning = {
+      options: resolved,
+      layout,
+      clustered,
+      nodeCount: this.#nodes.length,
+      clientId,
+      wakePrefix,
+      identity,
+      random: new RandomPool(),
+      nodeTimeoutFor,
+    };
     this.loop = new AcquireLoop({
       set: this.#set,
       owner: this,
@@ -229,15 +239,19 @@ export class Redlock {
       throw new LockLostError(lock.resources, 'expired');
     }
     const t0 = performance.now();
-    const round = await callRound(EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl }), heldVerdict, {
-      ...this.#set,
+    const call = entry.permit?.extend(newTtl) ?? EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl });
+    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
+    const quorum = entry.permit?.quorum ?? this.quorum;
+    const round = await callRound(call, heldVerdict, {
+      nodes: this.#nodes,
+      quorum,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
     });
     const attempt: AttemptReport = { attempt: 1, elapsed: round.elapsed, nodes: round.reports };
     const validity = validityOf(newTtl, round.elapsed, this.options.driftFactor);
     if (!this.locks.has(lock)) throw new LockLostError(lock.resources, 'released');
-    if (round.yes.length >= this.quorum && validity > 0) {
+    if (round.yes.length >= quorum && validity > 0) {
       lock.extended(newTtl, t0 + round.elapsed + validity);
       this.emit({
         type: 'extended',
@@ -251,11 +265,13 @@ export class Redlock {
       });
       return lock;
     }
-    if (round.reports.filter((r) => r.outcome === 'not-held').length >= this.quorum) {
+    // Lost once too few nodes are left that could still hold it.
+    const gone = entry.permit ? this.#nodes.length - quorum + 1 : this.quorum;
+    if (round.reports.filter((r) => r.outcome === 'not-held').length >= gone) {
       this.lost(lock, 'keys-gone');
       throw new LockLostError(lock.resources, 'keys-gone', attempt);
     }
-    throw new QuorumUnreachableError('extend', lock.resources, [attempt], this.quorum);
+    throw new QuorumUnreachableError('extend', lock.resources, [attempt], quorum);
   }
 
   /**
@@ -274,7 +290,9 @@ export class Redlock {
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
-    const round = await callRound(RELEASE.call(held.keys.release, { value: secretOf(lock), fair }), doneVerdict, {
+    const call =
+      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+    const round = await callRound(call, doneVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one

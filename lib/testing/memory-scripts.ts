@@ -1,6 +1,20 @@
 import { createHash } from 'node:crypto';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/layers.js';
+import {
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  FENCED_ACCESS,
+  INSPECT,
+  LEAVE_QUEUE,
+  PERMIT_ACQUIRE,
+  PERMIT_CONFIRM,
+  PERMIT_EXTEND,
+  PERMIT_RELEASE,
+  RELEASE,
+  type Script,
+} from '../core/layers.js';
 import type { Ops } from './memory-data.js';
+import { PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -224,6 +238,10 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [FENCED_ACCESS, fencedAccess],
   [RELEASE, release],
   [LEAVE_QUEUE, leaveQueue],
+  [PERMIT_ACQUIRE, permits.permitAcquire],
+  [PERMIT_CONFIRM, permits.permitConfirm],
+  [PERMIT_EXTEND, permits.permitExtend],
+  [PERMIT_RELEASE, permits.permitRelease],
 ]);
 
 const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, { script, run }]));
@@ -241,6 +259,10 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
+  'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
+  'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
+  'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
+  'permit-release': '6f870ba3a53236cda89659820d4d834e4e63b1c6',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

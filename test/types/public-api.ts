@@ -16,6 +16,7 @@ import {
   LockService,
   LockUnavailableException,
   Locked,
+  LockGraphQLError,
   MemoryFencedStore,
   QuorumUnreachableError,
   RedisFencedStore,
@@ -23,7 +24,9 @@ import {
   RedlockModule,
   ResourceBusyError,
   StaleTokenError,
+  Unlocked,
   ofLockEvent,
+  type BusyContext,
   type AcquireOptions,
   type LockEvent,
   type LockedOptions,
@@ -78,14 +81,33 @@ RedlockModule.forRoot(moduleOptions);
 RedlockModule.forRootAsync({ useFactory: () => moduleOptions });
 RedlockTestingModule.forRoot();
 const lockedOptions: LockedOptions = { busy: { mode: 'skip' } };
+const scheduled: RedlockModuleOptions = { nodes: [], schedule: { ttl: 30_000, perTick: true }, jobBusy: { mode: 'delay', delay: 500 } };
+const busyHook = (context: BusyContext) => new Error(`${context.method} ${context.type} ${context.resources.join()}`);
 class Jobs {
+  tenant = 'acme';
   @Locked('report:{0}', 10_000, lockedOptions)
   async run(_id: string): Promise<void> {}
+  @Locked<[string], Jobs>(({ self, args }) => `import:${self.tenant}:${args[0]}`, 10_000, { busy: { mode: 'throw', exception: busyHook } })
+  async import(_file: string): Promise<void> {}
+  @Unlocked()
+  async local(): Promise<void> {}
 }
+exactly<LockGraphQLError['extensions']['code'], 'RESOURCE_BUSY' | 'QUORUM_UNREACHABLE'>(true);
 function service(locks: LockService): Observable<unknown>[] {
   // @ts-expect-error internal: the @Locked runner's entry point
   void locks.run;
   return [locks.events$, locks.lost$, locks.events$.pipe(ofLockEvent('lost'))];
 }
 
-void [core, codes, Jobs, service, MemoryFencedStore, RedisFencedStore, LockBusyException, LockUnavailableException, RedlockHealthIndicator];
+void [
+  core,
+  codes,
+  Jobs,
+  scheduled,
+  service,
+  MemoryFencedStore,
+  RedisFencedStore,
+  LockBusyException,
+  LockUnavailableException,
+  RedlockHealthIndicator,
+];
