@@ -1,7 +1,8 @@
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 
 // GLIDE's core logs every reconnect and NOSCRIPT at WARN on the console; the tests cause both on purpose.
-Logger.setLoggerConfig('off');
+// GLIDE_LOG=error (or warn, info, ...) shows them.
+Logger.setLoggerConfig((process.env.GLIDE_LOG ?? 'off') as Parameters<typeof Logger.setLoggerConfig>[0]);
 
 /**
  * The per-request timeout of the tests' GLIDE clients. GLIDE's default (250 ms)

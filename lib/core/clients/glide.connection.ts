@@ -148,14 +148,14 @@ export class GlideConnection implements LockConnection {
       // GLIDE's createClient resolves once the subscription is in place.
       confirmed: created.then(
         (client) => {
-          if (closed) client.close();
+          if (closed) unsubscribeAndClose(client, channel);
           else subscriber = client;
         },
         () => undefined,
       ),
       close: () => {
         closed = true;
-        subscriber?.close();
+        if (subscriber) unsubscribeAndClose(subscriber, channel);
       },
     };
   }
@@ -198,6 +198,18 @@ function glideIdentity(config: GlideConfig | undefined, isCluster: boolean): str
   if (isCluster) return `cluster(${addresses.join(',')})`;
   // Standalone GLIDE takes a primary and its replicas: one address is the common case, and reads as ioredis's.
   return `${addresses.join(',') || '127.0.0.1:6379'}/${config?.databaseId ?? 0}`;
+}
+
+/**
+ * Closes a subscriber client. Closed while subscribed, GLIDE's core keeps
+ * trying to restore the subscription and logs a failure at ERROR each time:
+ * unsubscribed first (GLIDE 2.1 and later can), it lets go quietly.
+ */
+function unsubscribeAndClose(client: GlideClientLike, channel: string): void {
+  const unsubscribe = (client as { unsubscribeLazy?: (channels: Set<string>) => Promise<void> }).unsubscribeLazy;
+  if (typeof unsubscribe !== 'function') return client.close();
+  const close = () => client.close();
+  unsubscribe.call(client, new Set([channel])).then(close, close);
 }
 
 /** GLIDE words NOSCRIPT as "... NoScriptError: No matching script ..."; the core knows Redis's word. */
