@@ -225,6 +225,28 @@ describe('Valkey GLIDE clients as nodes', () => {
     }
   });
 
+  it('subscribes once the node is back when it was down at the first wait, as a reconnecting client would', async () => {
+    const connection = new GlideConnection(glide[1]!);
+    await fleet.kill(1);
+    const messages: string[] = [];
+    const subscription = connection.subscribe('redlock:wake:late', (m) => messages.push(m));
+    try {
+      await subscription.confirmed; // the first try failed: the node is down
+      await fleet.restart(1);
+      const late = new Redis(fleet.ports[1]!);
+      try {
+        await until(async () => Number((await late.pubsub('NUMSUB', 'redlock:wake:late'))[1]) === 1, 'the subscriber created', 10_000);
+        await late.publish('redlock:wake:late', 'w1');
+        await until(() => messages.length === 1, 'the message');
+        expect(messages).toEqual(['w1']);
+      } finally {
+        late.disconnect();
+      }
+    } finally {
+      subscription.close();
+    }
+  });
+
   it('leaves the application’s GLIDE clients open and unwatched after close()', async () => {
     const infoCalls = async () => Number(/cmdstat_info:calls=(\d+)/.exec(await raw[0]!.info('commandstats'))?.[1] ?? 0);
     const redlock = client();

@@ -1,6 +1,7 @@
 import type { LockConnection, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { GlideLiveness } from './glide-liveness.js';
+import { glideSubscription } from './glide-subscriber.js';
 import { hostOf } from './host.js';
 
 /**
@@ -33,8 +34,6 @@ export function isGlide(client: object): client is GlideClientLike {
 
 /** `Decoder.String`: replies as strings whatever the client's default decoder (the scripts' replies are read as such). */
 const AS_STRINGS = { decoder: 1 } as const;
-/** `GlideClientConfiguration.PubSubChannelModes.Exact` (the same value for the cluster client). */
-const EXACT_CHANNELS = 0;
 
 /** The part of a GLIDE client's configuration this adapter reads (see `configOf`). */
 interface GlideConfig {
@@ -130,34 +129,7 @@ export class GlideConnection implements LockConnection {
     const factory = (this.#client.constructor as { createClient?: (config: object) => Promise<GlideClientLike> }).createClient;
     const config = configOf(this.#client);
     if (typeof factory !== 'function' || !config) return { confirmed: Promise.resolve(), close: () => undefined };
-    let closed = false;
-    let subscriber: GlideClientLike | undefined;
-    const created = factory.call(this.#client.constructor, {
-      ...config,
-      // Pub/sub needs RESP3; the subscriber neither connects lazily nor shares the user's client-side cache.
-      protocol: undefined,
-      lazyConnect: false,
-      clientSideCache: undefined,
-      defaultDecoder: AS_STRINGS.decoder,
-      pubsubSubscriptions: {
-        channelsAndPatterns: { [EXACT_CHANNELS]: new Set([channel]) },
-        callback: (msg: { message: unknown }) => onMessage(String(msg.message)),
-      },
-    });
-    return {
-      // GLIDE's createClient resolves once the subscription is in place.
-      confirmed: created.then(
-        (client) => {
-          if (closed) unsubscribeAndClose(client, channel);
-          else subscriber = client;
-        },
-        () => undefined,
-      ),
-      close: () => {
-        closed = true;
-        if (subscriber) unsubscribeAndClose(subscriber, channel);
-      },
-    };
+    return glideSubscription((settings) => factory.call(this.#client.constructor, settings), config, channel, onMessage);
   }
 
   connect(): void {
@@ -198,18 +170,6 @@ function glideIdentity(config: GlideConfig | undefined, isCluster: boolean): str
   if (isCluster) return `cluster(${addresses.join(',')})`;
   // Standalone GLIDE takes a primary and its replicas: one address is the common case, and reads as ioredis's.
   return `${addresses.join(',') || '127.0.0.1:6379'}/${config?.databaseId ?? 0}`;
-}
-
-/**
- * Closes a subscriber client. Closed while subscribed, GLIDE's core keeps
- * trying to restore the subscription and logs a failure at ERROR each time:
- * unsubscribed first (GLIDE 2.1 and later can), it lets go quietly.
- */
-function unsubscribeAndClose(client: GlideClientLike, channel: string): void {
-  const unsubscribe = (client as { unsubscribeLazy?: (channels: Set<string>) => Promise<void> }).unsubscribeLazy;
-  if (typeof unsubscribe !== 'function') return client.close();
-  const close = () => client.close();
-  unsubscribe.call(client, new Set([channel])).then(close, close);
 }
 
 /** GLIDE words NOSCRIPT as "... NoScriptError: No matching script ..."; the core knows Redis's word. */
