@@ -34,6 +34,7 @@ export function versions() {
     `redlock-universal ${version('redlock-universal')}`,
     `redis-semaphore ${version('redis-semaphore')}`,
     `ioredis ${version('ioredis')} (all libraries)`,
+    `@valkey/valkey-glide ${version('@valkey/valkey-glide')} (the GLIDE row)`,
   ].join(', ');
 }
 

@@ -1,5 +1,6 @@
 import type { RedisOptions } from 'ioredis';
 import type { LockConnection } from '../connection.js';
+import { GlideConnection, isGlide, type GlideClientLike } from './glide.connection.js';
 import { IoredisConnection, isIoredis, openIoredis, type IoredisClientLike, type RedisClient } from './ioredis.connection.js';
 import { NodeRedisConnection, isNodeRedis, type NodeRedisClientLike, type NodeRedisClusterLike } from './node-redis.connection.js';
 
@@ -8,7 +9,8 @@ import { NodeRedisConnection, isNodeRedis, type NodeRedisClientLike, type NodeRe
  * knows (left open by `close()`), a connection URL or an ioredis options object
  * (connected and closed by the lock client).
  */
-export type NodeSpec = RedisClient | IoredisClientLike | NodeRedisClientLike | NodeRedisClusterLike | string | RedisOptions;
+export type NodeSpec =
+  RedisClient | IoredisClientLike | NodeRedisClientLike | NodeRedisClusterLike | GlideClientLike | string | RedisOptions;
 
 /**
  * The connection for one node spec, and whether the lock client opened it (and
@@ -22,7 +24,10 @@ export function connectionFor(spec: NodeSpec): { connection: LockConnection; own
   }
   if (isIoredis(spec)) return { connection: new IoredisConnection(spec), owned: false };
   if (isNodeRedis(spec)) return { connection: new NodeRedisConnection(spec), owned: false };
-  throw new TypeError(`${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster, a node-redis client or cluster)`);
+  if (isGlide(spec)) return { connection: new GlideConnection(spec), owned: false };
+  throw new TypeError(
+    `${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster, a node-redis client or cluster, a GLIDE GlideClient or GlideClusterClient)`,
+  );
 }
 
 function isPlainObject(value: object): boolean {

@@ -1,0 +1,181 @@
+import type { LockConnection, Subscription } from '../connection.js';
+import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
+import { GlideLiveness } from './glide-liveness.js';
+import { glideSubscription } from './glide-subscriber.js';
+import { hostOf } from './host.js';
+
+/**
+ * A Valkey GLIDE client (`GlideClient` or `GlideClusterClient` of
+ * `@valkey/valkey-glide`) of any copy of the package, typed by shape: the
+ * library never imports GLIDE, an optional peer the application brings.
+ */
+export interface GlideClientLike {
+  customCommand(args: any[], options?: any): Promise<unknown>;
+  invokeScript(...args: any[]): Promise<unknown>;
+  close(errorMessage?: string): void;
+}
+
+/**
+ * True for a GLIDE client of any copy of the package, told by shape: the
+ * command and script entry points no other client library has, and the
+ * static `createClient` a dedicated subscriber connection is made with.
+ */
+export function isGlide(client: object): client is GlideClientLike {
+  const c = client as Partial<Record<'customCommand' | 'invokeScript' | 'close' | 'getStatistics', unknown>>;
+  const factory = (client.constructor as { createClient?: unknown } | undefined)?.createClient;
+  return (
+    typeof c.customCommand === 'function' &&
+    typeof c.invokeScript === 'function' &&
+    typeof c.close === 'function' &&
+    typeof c.getStatistics === 'function' &&
+    typeof factory === 'function'
+  );
+}
+
+/** `Decoder.String`: replies as strings whatever the client's default decoder (the scripts' replies are read as such). */
+const AS_STRINGS = { decoder: 1 } as const;
+
+/** The part of a GLIDE client's configuration this adapter reads (see `configOf`). */
+interface GlideConfig {
+  addresses?: { host?: string; port?: number }[];
+  databaseId?: number;
+  [setting: string]: unknown;
+}
+
+/**
+ * A node reached through Valkey GLIDE. Scripts go through `customCommand`
+ * (EVALSHA, then EVAL on NOSCRIPT) rather than GLIDE's `Script` and
+ * `invokeScript`: those send the script text themselves on NOSCRIPT, with no
+ * way to say "not after this deadline", and the core must be able to refuse
+ * that EVAL once it counted the node as timed out (see `LockConnection.evalsha`).
+ */
+export class GlideConnection implements LockConnection {
+  readonly identity: string;
+  readonly isCluster: boolean;
+  /** A standalone client given a primary and its replicas follows the primary when another is promoted. */
+  readonly failsOver: boolean;
+  // The client's configuration holds the node's credentials: truly private.
+  readonly #client: GlideClientLike;
+  readonly #liveness: GlideLiveness;
+  readonly #scripts: ScriptRunner;
+  /** A cluster would send INFO and PING to every node and answer with a map: one node answers, as with ioredis. */
+  readonly #anyNode: object;
+
+  constructor(client: GlideClientLike) {
+    this.#client = client;
+    this.isCluster = typeof (client as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function';
+    this.identity = glideIdentity(configOf(client), this.isCluster);
+    this.failsOver = !this.isCluster && (configOf(client)?.addresses?.length ?? 0) > 1;
+    this.#anyNode = this.isCluster ? { ...AS_STRINGS, route: 'randomNode' } : AS_STRINGS;
+    this.#liveness = new GlideLiveness((info) => this.command(info ? ['INFO', 'server'] : ['PING']), !this.isCluster);
+    this.#scripts = {
+      evalsha: (sha, numKeys, ...rest) => this.command(['EVALSHA', sha, String(numKeys), ...rest.map(String)]).catch(asNoscript),
+      eval: (lua, numKeys, ...rest) => this.command(['EVAL', lua, String(numKeys), ...rest.map(String)]),
+    };
+  }
+
+  get isReady(): boolean {
+    return this.#liveness.state === 'ready';
+  }
+
+  get state(): string {
+    return this.#liveness.state;
+  }
+
+  evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    sendScript(this.#scripts, script, keys, argv, done, fallbackUntil);
+  }
+
+  setNx(key: string, value: string, ttl: string, done: Done): void {
+    this.command(['SET', key, value, 'PX', ttl, 'NX']).then(
+      (reply) => done(undefined, reply),
+      (error: unknown) => done(error ?? new Error('SET NX failed')),
+    );
+  }
+
+  batch(): void {
+    // GLIDE already writes the requests of a tick together, and pipelines them on one connection.
+  }
+
+  loadScripts(scripts: readonly Script[]): Promise<void> {
+    // On a cluster, every primary: a shard added later loads a script at its first NOSCRIPT.
+    const options = this.isCluster ? { ...AS_STRINGS, route: 'allPrimaries' } : AS_STRINGS;
+    return Promise.all(scripts.map((script) => this.#client.customCommand(['SCRIPT', 'LOAD', script.lua], options))).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  info(): Promise<string> {
+    return this.command(['INFO', 'server'], this.#anyNode).then(String);
+  }
+
+  ping(): Promise<string> {
+    return this.command(['PING'], this.#anyNode).then(String);
+  }
+
+  on(event: 'ready' | 'lost' | 'end' | 'error', listener: (error?: any) => void): () => void {
+    return this.#liveness.on(event, listener);
+  }
+
+  /**
+   * GLIDE subscribes at client creation (`pubsubSubscriptions`, with a
+   * callback): a dedicated client is created with the user client's own
+   * configuration (addresses, database, TLS, credentials), read from it. A
+   * client whose configuration cannot be read gets no subscription: its
+   * waiters poll (see `WakeNotifier`).
+   */
+  subscribe(channel: string, onMessage: (message: string) => void): Subscription {
+    const factory = (this.#client.constructor as { createClient?: (config: object) => Promise<GlideClientLike> }).createClient;
+    const config = configOf(this.#client);
+    if (typeof factory !== 'function' || !config) return { confirmed: Promise.resolve(), close: () => undefined };
+    return glideSubscription((settings) => factory.call(this.#client.constructor, settings), config, channel, onMessage);
+  }
+
+  connect(): void {
+    // A GLIDE client is connected by createClient (or, created lazily, by its first command).
+  }
+
+  /** The lock client never opens a GLIDE client, so never closes one; closing is the user's. */
+  quit(): Promise<boolean> {
+    this.#client.close();
+    return Promise.resolve(true);
+  }
+
+  disconnect(): void {
+    this.#client.close();
+  }
+
+  /** One command, replies as strings; what its failure says about the connection goes to the liveness watch. */
+  private command(args: string[], options: object = AS_STRINGS): Promise<unknown> {
+    return this.#client.customCommand(args, options).catch((error: unknown) => {
+      this.#liveness.commandFailed(error);
+      throw error;
+    });
+  }
+}
+
+/**
+ * The configuration the client was created with. GLIDE keeps it in a field it
+ * declares private (`config`), and offers no accessor: read by shape, and
+ * tolerated absent (identity from nothing, no subscription).
+ */
+function configOf(client: GlideClientLike): GlideConfig | undefined {
+  const config = (client as unknown as { config?: unknown }).config;
+  return typeof config === 'object' && config !== null ? (config as GlideConfig) : undefined;
+}
+
+function glideIdentity(config: GlideConfig | undefined, isCluster: boolean): string {
+  const addresses = (config?.addresses ?? []).map((a) => `${hostOf(a.host)}:${a.port ?? 6379}`).sort();
+  if (isCluster) return `cluster(${addresses.join(',')})`;
+  // Standalone GLIDE takes a primary and its replicas: one address is the common case, and reads as ioredis's.
+  return `${addresses.join(',') || '127.0.0.1:6379'}/${config?.databaseId ?? 0}`;
+}
+
+/** GLIDE words NOSCRIPT as "... NoScriptError: No matching script ..."; the core knows Redis's word. */
+function asNoscript(error: unknown): never {
+  if (error instanceof Error && /NoScriptError/.test(error.message) && !error.message.startsWith('NOSCRIPT')) {
+    throw new Error(`NOSCRIPT ${error.message}`, { cause: error });
+  }
+  throw error;
+}

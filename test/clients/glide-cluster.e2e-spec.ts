@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { RedisClusterFleet } from '../support/redis-cluster.js';
+import { glideClient, glideClusterClient } from '../support/glide.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+
+// Three lock nodes: a 3-shard Redis Cluster through a GlideClusterClient, and two standalone servers through GlideClients.
+let cluster: RedisClusterFleet;
+let standalone: RedisFleet;
+let clusterClient: GlideClusterClient;
+let standaloneClients: GlideClient[];
+const nodes = () => [clusterClient, ...standaloneClients];
+
+beforeAll(async () => {
+  [cluster, standalone] = await Promise.all([RedisClusterFleet.start(3), startFleet(2)]);
+  clusterClient = await glideClusterClient(cluster.seeds);
+  standaloneClients = await Promise.all(standalone.ports.map((port) => glideClient(port)));
+});
+
+afterAll(async () => {
+  clusterClient?.close();
+  standaloneClients?.forEach((c) => c.close());
+  await Promise.all([cluster?.stop(), standalone?.stop()]);
+});
+
+/** How many shards hold keys matching `pattern`. */
+async function shardsWith(pattern: string): Promise<number> {
+  const counts = await Promise.all(
+    cluster.nodes.map(async (n) => {
+      const r = new Redis(n.port);
+      const keys = await r.keys(pattern);
+      r.disconnect();
+      return keys.length;
+    }),
+  );
+  return counts.filter((k) => k > 0).length;
+}
+
+describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
+  it('excludes concurrent holders and grows fencing tokens, with keys spread over shards', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 1000, retryDelay: 2 });
+    try {
+      const seeds = cluster.seeds.map((s) => `127.0.0.1:${s.port}`).sort();
+      expect(redlock.nodeLabels[0]).toBe(`cluster(${seeds.join(',')})`);
+      let inside = 0;
+      let max = 0;
+      let count = 0;
+      const tokens: number[] = [];
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          redlock.using(`job:${i % 4}`, 2000, async (lock) => {
+            if (i % 4 === 0) tokens.push(lock.fencingToken!);
+            inside += i % 4 === 0 ? 1 : 0;
+            max = Math.max(max, inside);
+            const read = count;
+            await sleep(1);
+            if (i % 4 === 0) count = read + 1;
+            inside -= i % 4 === 0 ? 1 : 0;
+          }),
+        ),
+      );
+      expect(max).toBe(1);
+      expect(count).toBe(5);
+      expect([...tokens].sort((a, b) => a - b)).toEqual(tokens);
+      expect(await shardsWith('redlock:fence:*')).toBeGreaterThan(1);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('takes multi-resource locks whose names share a hash tag, all or none, and refuses others', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      const order = await redlock.acquire(['{order:42}:payment', '{order:42}:stock'], 5000);
+      await expect(redlock.acquire(['{order:42}:stock', '{order:42}:invoice'], 5000)).rejects.toBeInstanceOf(ResourceBusyError);
+      const invoice = await redlock.acquire('{order:42}:invoice', 5000);
+      await Promise.all([order.release(), invoice.release()]);
+      await expect(redlock.acquire(['a', 'b'], 5000)).rejects.toBeInstanceOf(InvalidArgumentError);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('runs its scripts again on every shard after SCRIPT FLUSH (NOSCRIPT fallback per shard)', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      await redlock.ready();
+      await Promise.all(
+        cluster.nodes.map(async (n) => {
+          const r = new Redis(n.port);
+          await r.script('FLUSH');
+          r.disconnect();
+        }),
+      );
+      for (let i = 0; i < 12; i++) await (await redlock.acquire(`flushed:${i}`, 5000)).release();
+      // The cluster layout's keys, redlock:fence:{<tag>}:<resource>, on several shards: the cluster node ran them.
+      expect(await shardsWith('redlock:fence:*flushed:*')).toBeGreaterThan(1);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('wakes a waiter through a cluster subscriber client', async () => {
+    const holder = new Redlock({ nodes: nodes() });
+    const waiter = new Redlock({ nodes: nodes(), retryDelay: 5000, retryJitter: 0 });
+    try {
+      const held = await holder.acquire('woken', 10_000);
+      const waiting = waiter.acquire('woken', 10_000);
+      await until(async () => (await holder.inspect('woken')).waiters > 0, 'the waiter in the queue');
+      // The cluster's own subscriber (a GlideClusterClient made from the node client's configuration) is up.
+      const subscribedShards = async () => {
+        const channels = await Promise.all(
+          cluster.nodes.map(async (n) => {
+            const r = new Redis(n.port);
+            const list = (await r.pubsub('CHANNELS', 'redlock:wake:*')) as string[];
+            r.disconnect();
+            return list.length;
+          }),
+        );
+        return channels.filter((c) => c > 0).length;
+      };
+      await until(async () => (await subscribedShards()) > 0, 'a subscriber on the cluster');
+      const released = performance.now();
+      await held.release();
+      await (await waiting).release();
+      expect(performance.now() - released).toBeLessThan(1000);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+});
