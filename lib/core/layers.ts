@@ -7,4 +7,4 @@
 export { validateResources } from './keys.js';
 export { checkTtl } from './options.js';
 export { formatResources } from './log-safe.js';
-export { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from './scripts.js';
+export { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, FORCE_RELEASE, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from './scripts.js';

@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../core/layers.js';
+import {
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  FENCED_ACCESS,
+  FORCE_RELEASE,
+  INSPECT,
+  LEAVE_QUEUE,
+  RELEASE,
+  type Script,
+} from '../core/layers.js';
 import type { Ops } from './memory-data.js';
 
 /** A script argument as ioredis takes it. */
@@ -210,6 +220,27 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
   return 1;
 };
 
+const forceRelease: Implementation = (ops, KEYS, ARGV) => {
+  const value = ops.get(KEYS[0]!);
+  const holder = value === null ? null : createHash('sha1').update(value).digest('hex').slice(0, 12);
+  if (value !== null && ARGV[0] !== '' && holder !== ARGV[0]) return [-1, null, null, null];
+  let identity: string | null = null;
+  if (value !== null) {
+    ops.del(KEYS[0]!);
+    const dot = value.indexOf('.');
+    identity = dot < 0 ? null : value.slice(dot);
+    const head = ops.zfirst(KEYS[2]!);
+    if (head !== undefined) ops.publish(wakeChannel(ARGV[3]!, head), head);
+  }
+  const released = value === null ? 0 : 1;
+  if (ARGV[1] === '') return [released, null, holder, identity];
+  const counter = luaNumber(ops.get(KEYS[1]!)) ?? 0;
+  const floor = Number(ARGV[1]);
+  const text = formatInteger(counter >= floor ? counter + 1 : floor);
+  ops.set(KEYS[1]!, text, ARGV[2]!);
+  return [released, text, holder, identity];
+};
+
 /**
  * The library's Lua scripts as JavaScript with the same semantics, step by
  * step (the Lua is in lib/core/scripts.ts). Lua's 1-based KEYS[i] is keys[i - 1].
@@ -224,6 +255,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [FENCED_ACCESS, fencedAccess],
   [RELEASE, release],
   [LEAVE_QUEUE, leaveQueue],
+  [FORCE_RELEASE, forceRelease],
 ]);
 
 const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, { script, run }]));
@@ -241,6 +273,7 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
+  'force-release': '1fd9f9e7419ff6338a115879bcddcfe05c69d751',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
