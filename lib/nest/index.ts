@@ -3,6 +3,8 @@ export { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 export { REDLOCK_CLIENT, LOCKED_METADATA } from './redlock.constants.js';
 export type { RedlockModuleOptions, BusyOptions } from './redlock-module-options.interface.js';
 export { LockService } from './lock.service.js';
+export { assertLocked } from './assert-locked.js';
+export { NotLockedError } from './not-locked.error.js';
 export { Locked } from './locked.decorator.js';
 export type { LockedOptions, LockedMetadata } from './locked.metadata.js';
 export { LockedInterceptor } from './locked.interceptor.js';

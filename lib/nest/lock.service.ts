@@ -7,6 +7,10 @@ import {
   type Lock,
   type AcquireOptions,
   type ResourceInspection,
+  type ListOptions,
+  type LockListing,
+  type ForceReleaseOptions,
+  type ForceReleaseResult,
   Redlock,
 } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
@@ -97,6 +101,24 @@ export class LockService implements LockedRunner, LockTaker {
   /** What the nodes know of `resource`: held or not, where, how long, by whom (see `Redlock.inspect`). */
   inspect(resource: string): Promise<ResourceInspection> {
     return this.client.inspect(resource);
+  }
+
+  /**
+   * For admin endpoints: the locks whose resource matches `pattern` (a Redis
+   * glob), quorum-merged, with holder identity, ttl, fencing token and waiters
+   * (see `Redlock.list`).
+   */
+  list(pattern?: string, options?: ListOptions): Promise<LockListing> {
+    return this.client.list(pattern, options);
+  }
+
+  /**
+   * For admin endpoints: evicts the holder of `resource` and raises its fencing
+   * counter (see `Redlock.forceRelease`). Pass `holder` (the fingerprint `list`
+   * showed) so that a lock taken by someone else since is left alone.
+   */
+  forceRelease(resource: string, options?: ForceReleaseOptions): Promise<ForceReleaseResult> {
+    return this.client.forceRelease(resource, options);
   }
 
   /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */
