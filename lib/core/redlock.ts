@@ -145,6 +145,11 @@ export class Redlock implements LockOwner {
     return pingNodes(this.#nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkDelay(timeout, 'timeout'));
   }
 
+  /** Locks this client holds now, and its acquire calls waiting for a busy resource (refused once, not done yet): for gauges. */
+  get stats(): { readonly held: number; readonly waiting: number } {
+    return { held: this.locks.size, waiting: this.loop.waiting };
+  }
+
   /**
    * Resolves once a quorum of nodes is connected, or every node has connected
    * or failed once. `acquire` waits for it on first use, so that connection

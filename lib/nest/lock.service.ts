@@ -16,6 +16,7 @@ import {
 import { validateResources } from '../core/layers.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
+import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
 import type { LockedRunner } from './locked.registry.js';
 import { runLocked, type LockTaker } from './locked.runner.js';
@@ -39,6 +40,8 @@ export class LockService implements LockedRunner, LockTaker {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
   private readonly logger: ReturnType<typeof redlockLogger>;
+  /** @internal Which `@Locked` method an event is about (for bounded metric attributes). */
+  readonly attribution = new MethodAttribution();
   /** Locks left to expire after a short `@Locked` run: lock id -> ms their keys stay. */
   private readonly expiring = new Map<string, number>();
 
@@ -57,7 +60,11 @@ export class LockService implements LockedRunner, LockTaker {
   ) {
     this.#options = options;
     this.logger = redlockLogger(options);
-    this.unsubscribe = client.subscribe((event) => this.subject.next(event));
+    this.unsubscribe = client.subscribe((event) => {
+      this.attribution.before(event);
+      this.subject.next(event);
+      this.attribution.after(event);
+    });
   }
 
   /** Logs show the client's summary, never the module's options. */
@@ -138,10 +145,8 @@ export class LockService implements LockedRunner, LockTaker {
    */
   async take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null> {
     try {
-      return await this.client.acquire(resources, metadata.ttl, {
-        autoExtend: true,
-        ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
-      });
+      const options = busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 };
+      return await takingFor.run(metadata.method, () => this.client.acquire(resources, metadata.ttl, { autoExtend: true, ...options }));
     } catch (error) {
       const skips = busy.mode === 'skip' || (busy.mode === 'wait' && busy.afterWait === 'skip');
       // A method that skips when busy (a cron tick) skips when the nodes are down too: the
