@@ -403,6 +403,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       const lost = new Promise<Error>((resolve) => stuck.signal.addEventListener('abort', () => resolve(stuck.signal.reason as Error)));
       const next = operator.acquire('job', 30_000, { retryCount: 1000, retryDelay: 5000 });
       await until(async () => (await operator.inspect('job')).waiters === 1, 'the waiter in the queue');
+      expect(operator.stats).toEqual({ held: 0, waiting: 1 });
       const { holder: fingerprint } = await operator.inspect('job');
       // Only the named holder is evicted: a wrong fingerprint leaves the lock alone.
       expect(await operator.forceRelease('job', { holder: '0123456789ab' })).toMatchObject({ releasedOn: 0, otherHolderOn: 3 });
@@ -412,6 +413,10 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       // The waiter is woken by the release, well before its 5 s retry.
       const taken = await next;
       expect(taken.fencingToken).toBeGreaterThan(result.fencingToken!);
+      expect(operator.stats).toEqual({ held: 1, waiting: 0 });
+      // A waiter that gives up is no longer counted either.
+      await expect(holder.acquire('job', 1000, { retryCount: 1, retryDelay: 10 })).rejects.toBeInstanceOf(ResourceBusyError);
+      expect(holder.stats.waiting).toBe(0);
       await expect(stuck.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
       expect(await lost).toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
       await taken.release();
