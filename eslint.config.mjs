@@ -23,6 +23,14 @@ export default tseslint.config(
     },
   },
   {
+    // A file is read in one sitting, a function on one screen.
+    files: ['lib/**/*.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {
       globals: globals.node,

@@ -12,6 +12,12 @@ export interface RedisNodeOptions {
   port?: number;
   /** Readiness timeout in ms (default 5000). */
   startTimeoutMs?: number;
+  /**
+   * Text of a config file, written to `<dir>/node.conf` at the first start and
+   * given as the server's first argument (a Sentinel needs a file it can rewrite;
+   * `args: ['--sentinel', ...]` then starts one).
+   */
+  config?: string;
 }
 
 export interface RestartOptions {
@@ -46,6 +52,8 @@ export declare class RedisNode {
   get dir(): string | undefined;
   get dataDir(): string | undefined;
   get logFile(): string | undefined;
+  /** The config file written from `config` (undefined without one). */
+  get configFile(): string | undefined;
   /** Start the server. Picks a free port on first start; retries on EADDRINUSE. */
   start(): Promise<void>;
   /** SIGKILL the server (resuming it first if paused), wait for exit, remove its tmp dir. */

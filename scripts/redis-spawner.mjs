@@ -20,7 +20,7 @@
 // CommonJS consumer app's jest.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -209,6 +209,9 @@ export class RedisNode {
   get logFile() {
     return this.#baseDir && path.join(this.#baseDir, 'redis.log');
   }
+  get configFile() {
+    return this.#baseDir && this.options.config !== undefined ? path.join(this.#baseDir, 'node.conf') : undefined;
+  }
 
   async start() {
     if (this.running) throw new Error(`RedisNode already running on port ${this.#port}`);
@@ -323,11 +326,15 @@ export class RedisNode {
   async #startOnPort(port) {
     this.#baseDir ??= await mkdtemp(path.join(os.tmpdir(), DIR_PREFIX));
     await mkdir(this.dataDir, { recursive: true });
+    // Written once: a Sentinel rewrites its file with what it learnt, which a restart keeps.
+    if (this.options.config !== undefined && !existsSync(this.configFile)) await writeFile(this.configFile, this.options.config);
     await this.#launch(port);
   }
 
   #serverArgs(port) {
     const args = [
+      // A config file must come first; the options after it override its lines.
+      ...(this.configFile ? [this.configFile] : []),
       '--port',
       String(port),
       '--bind',

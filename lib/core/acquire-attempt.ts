@@ -2,7 +2,6 @@ import type { AcquirePlan } from './acquire-plan.js';
 import type { NodeReport } from './outcome.js';
 import { validityOf } from './quorum.js';
 import { callRound, type NodeSet, type RoundResult } from './round.js';
-import { CONFIRM_TOKEN } from './scripts.js';
 import { acquireVerdict, doneVerdict, heldVerdict } from './verdicts.js';
 
 /** What one attempt came to. Either way, `sent` says which nodes its acquire went to. */
@@ -107,10 +106,7 @@ async function confirmToken(
   const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
   if (agreeing.size >= quorum) return { ok: true, token, reports: round.reports };
   const others = nodes.filter((_, i) => !agreeing.has(i));
-  /** The lock keys, then their fence counters. */
-  const keys = plan.keys.confirm;
-  const call = CONFIRM_TOKEN.call(keys, { value: plan.value, token, locks: keys.length / 2, retention: plan.retention });
-  const confirm = await callRound(call, heldVerdict, {
+  const confirm = await callRound(plan.confirm(token), heldVerdict, {
     nodes: others,
     quorum: quorum - agreeing.size,
     timeout: plan.nodeTimeout,

@@ -15,7 +15,9 @@ import type { ResolvedOptions } from './options.js';
 import type { AttemptReport } from './outcome.js';
 import { retryDelayOf } from './quorum.js';
 import { callRound, type NodeSet } from './round.js';
-import { LEAVE_QUEUE } from './scripts.js';
+import { describeKind, mismatchIn } from './permit.js';
+import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
+import type { NodeReport } from './outcome.js';
 import { Turn } from './turn.js';
 import { doneVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
@@ -40,6 +42,8 @@ export interface AcquireHost {
   /** The first connections, while they are being made. */
   readonly connecting: () => Promise<void> | undefined;
   readonly emit: (event: LockEvent) => void;
+  /** Someone listens to lock events: the hot path builds none for nobody. */
+  readonly listening: () => boolean;
 }
 
 /** The retry loop of `acquire`, apart from the attempt (node-redlock's `_execute` beside `_attemptOperation`). */
@@ -65,7 +69,9 @@ export class AcquireLoop {
   }
 
   private async attempts(plan: AcquirePlan, waits: { counted: boolean }): Promise<Lock> {
-    const { set, notifier, closing } = this.#host;
+    const { notifier, closing } = this.#host;
+    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
+    const set = plan.permit ? { nodes: this.#host.set.nodes, quorum: plan.permit.calls.quorum } : this.#host.set;
     const attempts: AttemptReport[] = [];
     /** The nodes any attempt went to: where a waiter may be queued. */
     const queuedOn: boolean[] = set.nodes.map(() => false);
@@ -83,10 +89,12 @@ export class AcquireLoop {
       attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
       if (outcome.taken) {
         turn?.stop();
-        return this.handOver(plan, outcome, attempt);
+        return this.handOver(plan, outcome, attempt, queuedOn);
       }
       const stoppedNow = this.stoppedFor(plan);
       if (stoppedNow) throw fail(stoppedNow);
+      const mismatch = kindMismatch(plan, outcome.reports);
+      if (mismatch) throw fail(mismatch);
       const judged = judgeAttempt(outcome.reports, set.quorum, outcome.reachedQuorum);
       const error =
         judged.kind === 'busy'
@@ -128,8 +136,8 @@ export class AcquireLoop {
   }
 
   /** The attempt took the lock: it is held, and handed to the caller. */
-  private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number): Lock {
-    const { owner, options, locks, emit } = this.#host;
+  private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number, queuedOn: readonly boolean[]): Lock {
+    const { owner, options, locks, emit, listening } = this.#host;
     const lock = new Lock(owner, {
       id: plan.id,
       resources: plan.names,
@@ -145,8 +153,20 @@ export class AcquireLoop {
     // others out anyway) and leaves them in its release: no round of its own.
     // Only an attempt some node refused can have queued it.
     const queuedAs = plan.waiter && (attempt > 1 || outcome.refused) ? plan.waiter : '';
-    locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
+    if (plan.permit) {
+      // A permit holder must not stay queued: it would count twice against the limit
+      // (the nodes that admitted it dropped its entry already).
+      if (queuedAs)
+        this.leaveQueue(
+          plan,
+          queuedOn.map((q, i) => q && outcome.reports[i]?.outcome !== 'ok'),
+        );
+      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: '', permit: plan.permit.calls });
+    } else {
+      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
+    }
     if (plan.autoExtend) lock.startAutoExtend();
+    if (!listening()) return lock;
     emit({
       type: 'acquired',
       at: Date.now(),
@@ -183,7 +203,15 @@ export class AcquireLoop {
    * the whole life of its queue entry.
    */
   private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[]): void {
-    const call = LEAVE_QUEUE.call(plan.keys.queues, { waiter: plan.waiter, wakePrefix: this.#host.wakePrefix });
-    void callRound(call, doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
+    void callRound(plan.leave(), doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
   }
+}
+
+/** A node said the resource is held as another kind of lock (see PERMIT_ACQUIRE): the call is refused, typed. */
+function kindMismatch(plan: AcquirePlan, reports: readonly NodeReport[]): LockKindMismatchError | undefined {
+  for (const report of reports) {
+    const found = report.outcome === 'error' ? mismatchIn(report.error, plan.permit?.kind) : undefined;
+    if (found) return new LockKindMismatchError(plan.names, describeKind(plan.permit?.kind), found);
+  }
+  return undefined;
 }

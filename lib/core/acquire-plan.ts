@@ -4,8 +4,9 @@ import { checkTtl, resolveRetry, type AcquireOptions, type ResolvedOptions } fro
 import { queuePosition } from './queue-position.js';
 import type { RandomPool } from './random-pool.js';
 import { validityOf } from './quorum.js';
+import { permitCalls, permitOf, type PermitCalls, type PermitKind } from './permit.js';
 import type { Call } from './script.js';
-import { ACQUIRE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply } from './scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, LEAVE_QUEUE, RELEASE, SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './scripts.js';
 
 /** What a client knows that every acquire plan is made from. */
 export interface PlanContext {
@@ -18,6 +19,8 @@ export interface PlanContext {
    * script, which knows its own value.
    */
   readonly clustered: boolean;
+  /** How many nodes the client has (a semaphore's quorum depends on it). */
+  readonly nodeCount: number;
   /** Names this client in its waiters' ids. */
   readonly clientId: string;
   /** `<prefix>wake:`: a release wakes a waiter on this, followed by its client id. */
@@ -53,6 +56,12 @@ export interface AcquirePlan {
   readonly acquire: () => Call<AcquireReply>;
   /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. */
   readonly undo: Call<number>;
+  /** Fencing phase 2: raise the counters to `token` where the lock is still held. */
+  readonly confirm: (token: number) => Call<boolean>;
+  /** The waiter leaves the queues (it gave up, or holds a permit while queued elsewhere). */
+  readonly leave: () => Call<unknown>;
+  /** A semaphore's or read-write lock's permit: its kind and calls; undefined for a mutex. */
+  readonly permit: (PermitKind & { readonly calls: PermitCalls }) | undefined;
 }
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
@@ -78,6 +87,10 @@ export function planAcquire(
 ): AcquirePlan {
   const { options: client, layout, wakePrefix } = context;
   const names = validateResources(resources);
+  const permit = permitOf(options);
+  if (permit && names.length > 1) {
+    throw new InvalidArgumentError('resources', 'a single resource with `limit` or `mode` (a permit is of one resource)', names);
+  }
   const lockTtl = checkTtl(ttl ?? client.ttl);
   // Below this the drift allowance alone leaves no validity: no attempt could succeed.
   const allowance = lockTtl - validityOf(lockTtl, 0, client.driftFactor);
@@ -86,23 +99,18 @@ export function planAcquire(
   const nodeTimeout = context.nodeTimeoutFor(lockTtl, options.nodeTimeout);
   const started = performance.now();
   const { fencingRetention: retention, fairWaiting: fair } = client;
-  const keys = layout.forLock(names, retention > 0, fair);
   const { value, id } = drawValue(context.random, context.identity);
   // A waiter's id names its client, whose channel the release wakes it on.
-  const waiter = fair && retry.retryCount > 0 ? `${context.clientId}.${id}` : '';
+  // A writer's id ends in ':w': queued, it weighs the whole limit (see permit-scripts.ts).
+  const waiter = fair && retry.retryCount > 0 ? `${context.clientId}.${id}${permit?.writer ? ':w' : ''}` : '';
   // A queue entry lives long enough to survive the wait until the next attempt.
   const entryTtl = 2 * (retry.retryDelay + retry.retryJitter + nodeTimeout) + 100;
-  const args: AcquireArgs = {
-    value,
-    ttl: lockTtl,
-    fair: !fair ? undefined : waiter ? { join: { waiter, since: queuePosition(), entryTtl } } : {},
-  };
-  // The plain protocol on one resource needs no script: the wire's floor.
-  const plain = names.length === 1 && retention === 0 && !fair && !context.clustered;
-  return {
+  const queueing: FairWaiting | undefined = !fair ? undefined : waiter ? { join: { waiter, since: queuePosition(), entryTtl } } : {};
+  // The fencing token's floor: this clock in µs, one value for every node (read per attempt).
+  const fencing = () => (retention > 0 ? { retention, floor: Date.now() * 1000 } : undefined);
+  const base = {
     names,
     ttl: lockTtl,
-    keys,
     id,
     value,
     waiter,
@@ -113,10 +121,46 @@ export function planAcquire(
     started,
     deadline: retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout,
     retention,
-    acquire: plain
-      ? () => SET_NX.call(keys.acquire, args)
-      : // The fencing token's floor: this clock in µs, one value for every node.
-        () => ACQUIRE.call(keys.acquire, { ...args, fencing: retention > 0 ? { retention, floor: Date.now() * 1000 } : undefined }),
+  };
+  if (permit) return planPermit(context, base, permit, { fair: queueing, fencing });
+  const keys = layout.forLock(names, retention > 0, fair);
+  const args: AcquireArgs = { value, ttl: lockTtl, fair: queueing };
+  // The plain protocol on one resource needs no script: the wire's floor.
+  const plain = names.length === 1 && retention === 0 && !fair && !context.clustered;
+  return {
+    ...base,
+    keys,
+    acquire: plain ? () => SET_NX.call(keys.acquire, args) : () => ACQUIRE.call(keys.acquire, { ...args, fencing: fencing() }),
     undo: RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix, undoneBy: waiter } : undefined }),
+    confirm: (token) => CONFIRM_TOKEN.call(keys.confirm, { value, token, locks: keys.confirm.length / 2, retention }),
+    leave: () => LEAVE_QUEUE.call(keys.queues, { waiter, wakePrefix }),
+    permit: undefined,
+  };
+}
+
+/** The plan of a semaphore's or read-write lock's permit (see permit-scripts.ts). */
+function planPermit(
+  context: PlanContext,
+  base: Omit<AcquirePlan, 'keys' | 'acquire' | 'undo' | 'confirm' | 'leave' | 'permit'>,
+  permit: PermitKind,
+  per: { fair: FairWaiting | undefined; fencing: () => AcquireArgs['fencing'] },
+): AcquirePlan {
+  const { retention, waiter, value } = base;
+  const { fairWaiting: fair } = context.options;
+  const calls = permitCalls(context.layout, base.names[0]!, permit, value, {
+    fencing: retention > 0,
+    fair,
+    wakePrefix: context.wakePrefix,
+    nodes: context.nodeCount,
+  });
+  const locks = calls.locks;
+  return {
+    ...base,
+    keys: { locks, acquire: locks, confirm: locks, release: locks, queues: calls.queues },
+    acquire: () => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing() }),
+    undo: calls.release({ member: true, leaving: '', skip: waiter }),
+    confirm: (token) => calls.confirm(token, retention),
+    leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
+    permit: { ...permit, calls },
   };
 }

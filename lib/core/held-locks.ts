@@ -1,5 +1,6 @@
 import type { LockKeys } from './keys.js';
 import type { Lock } from './lock.js';
+import type { PermitCalls } from './permit.js';
 import { MAX_DELAY } from './options.js';
 
 /** Below this many held locks, expired ones are not swept (see `sweep`). */
@@ -10,6 +11,8 @@ export interface Releasable {
   readonly keys: LockKeys;
   readonly sentTo: readonly boolean[];
   readonly queuedAs: string;
+  /** A semaphore's or read-write lock's permit: its own extend and release. */
+  readonly permit?: PermitCalls;
 }
 
 /**

@@ -78,6 +78,11 @@ export class KeyLayout {
     return this.key('queue', resource);
   }
 
+  /** How a resource held by permits is used: '<limit>' (a semaphore) or 'rw' (see permit-scripts.ts). */
+  kind(resource: string): string {
+    return this.key('kind', resource);
+  }
+
   /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
   queueDeadlines(resource: string): string {
     return this.key('queue-deadlines', resource);

@@ -18,10 +18,9 @@ export interface NodeHealth {
 const roundMs = (ms: number) => Math.round(ms * 10) / 10;
 
 // ioredis says "Stream isn't writeable" for a node it is reconnecting to: say so first.
-const ping = (node: LockNode): Promise<string> =>
-  node.client.ping().catch((error: Error) => {
-    const state = node.client.status;
-    throw state === 'ready' ? error : new Error(`not connected (${state}): ${error.message}`);
+const ping = ({ connection }: LockNode): Promise<string> =>
+  connection.ping().catch((error: Error) => {
+    throw connection.isReady ? error : new Error(`not connected (${connection.state}): ${error.message}`);
   });
 
 /**

@@ -19,11 +19,10 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
   const { restartGuard: guard, emit } = watch;
   for (const node of nodes) {
     const report = (error: Error) => emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
-    node.client.on('error', report);
-    detach.push(() => node.client.off('error', report));
+    detach.push(node.connection.on('error', report));
     node.watchHung((silentFor) => emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
     // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
-    if (guard === 0 || node.kind === 'cluster') continue;
+    if (guard === 0 || node.connection.isCluster) continue;
     detach.push(
       node.guardRestarts({
         window: guard === 'auto' ? watch.autoWindow : () => guard,

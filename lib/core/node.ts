@@ -1,73 +1,14 @@
-import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { inspect } from 'node:util';
-import { NODE_SCRIPTS, SET_NX, sendScript, type Done } from './scripts.js';
+import type { LockConnection } from './connection.js';
+import { connectionFor, type NodeSpec } from './clients/connection-for.js';
+import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
 import type { Call, Script } from './script.js';
 
-/** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
-export type RedisClient = Redis | Cluster;
-
 /**
- * An ioredis client of any copy of the package, typed by shape: an
- * application's own ioredis (another version, or another copy of the same one)
- * has classes TypeScript will not take for the library's, since they carry
- * private members. This is what the client checks for at run time too.
- */
-export interface IoredisClientLike {
-  readonly isCluster: boolean;
-  readonly status: string;
-  sendCommand(...args: any[]): unknown;
-  evalsha(...args: any[]): Promise<unknown>;
-}
-
-/**
- * One Redlock node, as given by the user: an ioredis client (left open by
- * `close()`), a connection URL or an ioredis options object (connected and
- * closed by the lock client).
- */
-export type NodeSpec = RedisClient | IoredisClientLike | string | RedisOptions;
-
-/** Settings the client applies to connections it opens itself (overridable per node). */
-const OWNED_DEFAULTS: RedisOptions = {
-  lazyConnect: true,
-  // A down node must answer "no" at once instead of queueing commands that
-  // would be sent, stale, after it comes back.
-  enableOfflineQueue: false,
-  // A resent acquire is harmless (the scripts are idempotent) but pointless.
-  autoResendUnfulfilledCommands: false,
-  // How long ioredis waits for a closed socket to confirm before destroying it
-  // (default 2 s, which keeps a process alive after close() with a node down).
-  ...({ disconnectTimeout: 100 } as RedisOptions),
-  // ioredis waits 50 ms more before each new reconnect, up to 2 s: after a long
-  // outage a node that is back again would count only seconds later. A refused
-  // connect costs next to nothing, so try at least every RECONNECT_MAX ms.
-  retryStrategy: (times: number) => Math.min(times * 50, RECONNECT_MAX),
-};
-
-/** Longest pause between reconnects of a connection the client opened, ms. */
-export const RECONNECT_MAX = 200;
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
-
-/**
- * What kind of client a node was given, told by shape rather than by class: an
- * application often has its own copy of ioredis beside the library's, whose
- * clients fail `instanceof` yet are ioredis all the same (every copy marks its
- * clients with `isCluster`). `other` is a stand-in shaped like ioredis (the
- * testing module's in-memory node).
- */
-export type ClientKind = 'standalone' | 'cluster' | 'other';
-
-export function clientKind(client: unknown): ClientKind {
-  const c = client as { isCluster?: unknown; sendCommand?: unknown; nodes?: unknown; options?: unknown } | null;
-  if (typeof c !== 'object' || c === null || typeof c.sendCommand !== 'function') return 'other';
-  if (c.isCluster === true && typeof c.nodes === 'function') return 'cluster';
-  if (c.isCluster === false && typeof c.options === 'object' && c.options !== null) return 'standalone';
-  return 'other';
-}
-
-/**
- * One node of the quorum: its client, a log-safe label and what tells two
- * nodes apart. Knows how to run a script by SHA; knows nothing of quorums.
+ * One node of the quorum: its connection, a log-safe label and what tells two
+ * nodes apart. Knows how to run a command on its node, whether the node hangs
+ * and whether it restarted; knows nothing of quorums, nor of client libraries
+ * (its connection does: see `LockConnection`).
  */
 export class LockNode {
   /** `host:port/db`, for reports and logs; never credentials. */
@@ -90,69 +31,43 @@ export class LockNode {
    * how long the node has been silent.
    */
   private readonly pending = new Map<Done, number>();
-  /** Removes the listeners this node added to its client (see `listen`). */
+  /** Removes the listeners this node added to its connection (see `listen`). */
   private readonly listeners: (() => void)[] = [];
   /** Found hung, and not answered everything since (see `isStalled`). */
   private hung = false;
   private onHung: ((silentFor: number) => void) | undefined;
-  /** What the client is (see `clientKind`); only a standalone ioredis socket can be corked. */
-  readonly kind: ClientKind;
 
   private constructor(
-    readonly client: RedisClient,
+    readonly connection: LockConnection,
     readonly owned: boolean,
   ) {
-    this.kind = clientKind(client);
-    this.identity = identityOf(client, this.kind);
-    if (this.kind === 'standalone') {
-      // A command in flight when the connection drops has an unknown outcome, and
-      // ioredis never settles it unless it resends it after the reconnect (off for
-      // the connections this client opens): fail it now, or it would hang forever
-      // and keep the node counted as hung.
-      const closed = () => this.failPending(new Error(`connection to ${this.label} closed before it answered`));
-      this.listen('close', closed);
-    }
-    if (typeof (client as Partial<Redis>).pipeline === 'function' && this.kind !== 'cluster') {
-      const load = () => {
-        const pipeline = (client as Redis).pipeline();
-        for (const script of NODE_SCRIPTS) pipeline.script('LOAD', script.lua);
-        this.loaded = pipeline.exec().then(
-          () => undefined,
-          () => undefined,
-        );
-      };
-      this.listen('ready', load);
-      if (client.status === 'ready') load();
-    }
+    this.identity = connection.identity;
     this.label = this.identity;
+    // A command in flight when the connection drops has an unknown outcome, and
+    // the client never answers it (ioredis would only by resending it after the
+    // reconnect, off for the connections this client opens): fail it now, or it
+    // would hang forever and keep the node counted as hung.
+    this.listen('lost', () => this.failPending(new Error(`connection to ${this.label} closed before it answered`)));
+    const load = () => {
+      this.loaded = connection.loadScripts(NODE_SCRIPTS);
+    };
+    this.listen('ready', load);
+    if (connection.isReady) load();
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
       // (offline queue is off); after a first failure, fail fast like a down node.
       this.firstReady = new Promise<void>((resolve, reject) => {
         this.abandonFirst = reject;
-        const onReady = () => {
-          client.off('error', onError);
-          resolve();
-        };
-        const onError = (error: Error) => {
-          client.off('ready', onReady);
-          reject(error);
-        };
-        client.once('ready', onReady);
-        client.once('error', onError);
+        const offReady = connection.on('ready', () => (offReady(), offError(), resolve()));
+        const offError = connection.on('error', (error) => (offReady(), offError(), reject(error)));
       });
       this.firstReady.catch(() => undefined);
     }
   }
 
   static from(spec: NodeSpec): LockNode {
-    // A client the user made: ioredis, or anything shaped like it (the testing module's in-memory node).
-    if (clientKind(spec) !== 'other' || typeof (spec as Partial<Redis>).evalsha === 'function') {
-      return new LockNode(spec as RedisClient, false);
-    }
-    const client =
-      typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...(spec as RedisOptions) });
-    return new LockNode(client, true);
+    const { connection, owned } = connectionFor(spec);
+    return new LockNode(connection, owned);
   }
 
   /** Logs show the label only: the client's options hold the node's password. */
@@ -186,8 +101,8 @@ export class LockNode {
       this.excludedUntil = Infinity;
     };
     const check = () => {
-      this.verified = this.client
-        .info('server')
+      this.verified = this.connection
+        .info()
         .then((info) => {
           const window = guard.window();
           const runId = /run_id:(\w+)/.exec(info)?.[1];
@@ -195,10 +110,13 @@ export class LockNode {
           // server up for 30 ms can say 1. Only `reported - 1` s is certain.
           const reported = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? Infinity);
           const uptime = Math.max(0, reported - 1) * 1000;
-          const restarted = this.runId !== undefined ? runId !== this.runId : guard.atFirstContact && uptime < window;
+          const newRunId = this.runId !== undefined && runId !== this.runId;
+          const restarted = newRunId || (this.runId === undefined && guard.atFirstContact && uptime < window);
+          // After a failover the new primary's uptime is its age, not when it lost the keys the old one had.
+          const lostAgo = newRunId && this.connection.failsOver ? 0 : uptime;
           this.runId = runId;
-          this.excludedUntil = restarted ? performance.now() + window - uptime : 0;
-          if (restarted) guard.onRestart(this, Math.max(0, window - uptime));
+          this.excludedUntil = restarted ? performance.now() + window - lostAgo : 0;
+          if (restarted) guard.onRestart(this, Math.max(0, window - lostAgo));
         })
         .catch((error: unknown) => {
           const message = error instanceof Error ? error.message : String(error);
@@ -213,13 +131,10 @@ export class LockNode {
         });
     };
     unverified();
-    this.client.on('close', unverified);
-    this.client.on('ready', check);
-    if (this.client.status === 'ready') check();
-    return () => {
-      this.client.off('close', unverified);
-      this.client.off('ready', check);
-    };
+    const offLost = this.connection.on('lost', unverified);
+    const offReady = this.connection.on('ready', check);
+    if (this.connection.isReady) check();
+    return () => (offLost(), offReady());
   }
 
   /**
@@ -227,17 +142,15 @@ export class LockNode {
    * its first connection failed; a user's client is never waited for.
    */
   connect(): Promise<boolean> {
-    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+    this.connection.connect();
     // 'ready' listeners ran before these resolve: wait for the restart check and script load they started.
     const checked = () => Promise.all([this.verified, this.loaded]).then(() => true);
     if (!this.firstReady) {
       // A client passed in that is still connecting: its restart check runs once it is ready.
-      if (this.client.status === 'ready') return checked();
+      if (this.connection.isReady) return checked();
       return new Promise<boolean>((resolve) => {
-        const ready = () => (this.client.off('end', ended), resolve(checked()));
-        const ended = () => (this.client.off('ready', ready), resolve(false));
-        this.client.once('ready', ready);
-        this.client.once('end', ended);
+        const offReady = this.connection.on('ready', () => (offReady(), offEnd(), resolve(checked())));
+        const offEnd = this.connection.on('end', () => (offReady(), offEnd(), resolve(false)));
       });
     }
     return this.firstReady.then(checked, () => false);
@@ -271,9 +184,9 @@ export class LockNode {
 
   /**
    * Runs `call` (a script, or SET NX) on this node and calls `done` once with its raw reply or error
-   * (the call decodes it). `fallbackWithin`: ms after which a NOSCRIPT gets no EVAL (see `sendScript`).
+   * (the call decodes it). `fallbackWithin`: ms after which a NOSCRIPT gets no EVAL (see `LockConnection.evalsha`).
    * With nothing in flight the command is written at once (no added latency);
-   * otherwise the socket is corked until the end of this tick, so that the
+   * otherwise the connection batches the writes of this tick, so that the
    * commands of many concurrent locks share one write.
    */
   send(call: Call<unknown>, done: Done, fallbackWithin?: number): void {
@@ -286,37 +199,29 @@ export class LockNode {
       if (this.pending.size === 0) this.hung = false;
       done(error, reply);
     };
-    const corks = this.pending.size > 0;
+    const batch = this.pending.size > 0;
     this.pending.set(settle, performance.now());
-    // A write that throws (an argument the client cannot encode, a command too
-    // large) fails this command only: its pending entry must not outlive it, or
-    // the node would count as hung from then on.
-    const write = (cork: boolean) => {
-      try {
-        this.write(call, settle, cork, fallbackUntil);
-      } catch (error) {
-        settle(error instanceof Error ? error : new Error(String(error)));
-      }
-    };
-    if (this.firstReady && this.client.status !== 'ready') {
-      this.firstReady.then(() => write(false), settle);
+    if (this.firstReady && !this.connection.isReady) {
+      this.firstReady.then(() => this.write(call, settle, false, fallbackUntil), settle);
     } else {
-      write(corks);
+      this.write(call, settle, batch, fallbackUntil);
     }
   }
 
-  private write(call: Call<unknown>, done: Done, cork: boolean, fallbackUntil: number): void {
-    const stream = cork && this.kind === 'standalone' ? (this.client as Redis).stream : undefined;
-    if (stream && !stream.writableCorked) {
-      stream.cork();
-      process.nextTick(() => stream.uncork());
+  /**
+   * Writes one command of `send`. A write that throws (an argument the client
+   * cannot encode, a command too large) fails this command only: its pending
+   * entry must not outlive it, or the node would count as hung from then on.
+   */
+  private write(call: Call<unknown>, settle: Done, batched: boolean, fallbackUntil: number): void {
+    try {
+      if (batched) this.connection.batch();
+      const { command, keys, argv } = call;
+      if (command === SET_NX) this.connection.setNx(keys[0]!, argv[0]!, argv[1]!, settle);
+      else this.connection.evalsha(command as Script, keys, argv, settle, fallbackUntil);
+    } catch (error) {
+      settle(error instanceof Error ? error : new Error(String(error)));
     }
-    const { command, keys, argv } = call;
-    if (command !== SET_NX) return sendScript(this.client, command as Script, keys, argv, done, fallbackUntil);
-    (this.client as Redis).set(keys[0]!, argv[0]!, 'PX', argv[1]!, 'NX').then(
-      (reply) => done(undefined, reply),
-      (error: unknown) => done(error ?? new Error('SET NX failed')),
-    );
   }
 
   /** Fails every unanswered command (their connection is gone). */
@@ -324,28 +229,24 @@ export class LockNode {
     for (const fail of [...this.pending.keys()]) fail(error);
   }
 
+  /** Adds a listener to the connection that close() removes (the user's clients outlive this node). */
+  private listen(event: 'ready' | 'lost', listener: () => void): void {
+    this.listeners.push(this.connection.on(event, listener));
+  }
+
   /**
    * Closes the connection if the lock client opened it (politely, but without
    * waiting more than `timeout` ms on a hung node); leaves the user's clients open.
    */
-  /** Adds a listener to the client that close() removes (the user's clients outlive this node). */
-  private listen(event: string, listener: (...args: any[]) => void): void {
-    this.client.on(event, listener);
-    this.listeners.push(() => this.client.off(event, listener));
-  }
-
   async close(timeout: number): Promise<void> {
     for (const remove of this.listeners.splice(0)) remove();
     if (!this.owned) return;
     // Whoever still waits for the first connection (a hung node) stops waiting.
     this.abandonFirst?.(new Error(`connection to ${this.label} closed before it was ready`));
-    if (this.client.status === 'ready') {
+    if (this.connection.isReady) {
       let timer: NodeJS.Timeout | undefined;
       const quit = await Promise.race([
-        this.client.quit().then(
-          () => true,
-          () => false,
-        ),
+        this.connection.quit(),
         new Promise<false>((resolve) => (timer = setTimeout(resolve, timeout, false))),
       ]);
       clearTimeout(timer);
@@ -353,46 +254,8 @@ export class LockNode {
       // 2 s timer in ioredis that outlives the socket.
       if (quit) return;
     }
-    this.client.disconnect();
+    this.connection.disconnect();
   }
 }
 
-function identityOf(client: RedisClient, kind: ClientKind): string {
-  if (kind === 'cluster') {
-    const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map((n) =>
-      typeof n === 'string' ? n : `${hostOf((n as { host?: string }).host)}:${(n as { port?: number }).port ?? 6379}`,
-    );
-    return `cluster(${seeds.sort().join(',')})`;
-  }
-  const { host, port, path, db } = (client as Redis).options;
-  const where = path ? `unix:${path}` : `${hostOf(host)}:${port ?? 6379}`;
-  return `${where}/${db ?? 0}`;
-}
-
-/**
- * One spelling per host, so that two names of one server are seen as one node:
- * case and a trailing dot dropped, IPv4 shorthand (`127.1`) and IPv4-mapped
- * IPv6 (`::ffff:127.0.0.1`) written out, and every loopback name and address
- * (`localhost`, 127.0.0.0/8, `::1`) taken as `127.0.0.1`: a server listening on
- * all interfaces answers on each of them.
- */
-export function hostOf(host: string | undefined): string {
-  if (!host) return '127.0.0.1';
-  let name = host
-    .toLowerCase()
-    .replace(/\.$/, '')
-    .replace(/^\[(.*)\]$/, '$1');
-  try {
-    // The URL parser writes IPv4 shorthand and IPv6 out in one canonical form.
-    name = new URL(`http://${name.includes(':') ? `[${name}]` : name}`).hostname.replace(/^\[(.*)\]$/, '$1');
-  } catch {
-    return name;
-  }
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(name);
-  if (mapped) {
-    const [hi, lo] = [parseInt(mapped[1]!, 16), parseInt(mapped[2]!, 16)];
-    name = `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  if (LOOPBACK.has(name) || /^127\.\d+\.\d+\.\d+$/.test(name)) return '127.0.0.1';
-  return name;
-}
+export type { NodeSpec };

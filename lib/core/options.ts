@@ -44,7 +44,11 @@ export interface RedlockOptions extends RetryOptions {
    * acquisitions of its resources; `false` turns the counters off.
    */
   readonly fencing?: boolean;
-  /** How long an unused resource's fencing counter is kept, ms. Default 7 days. */
+  /**
+   * How long an unused resource's fencing counter is kept, ms. Default 24 hours:
+   * tokens stay ordered across a counter's expiry while no client's clock is
+   * ahead of another's by more than this (README, "Fencing tokens").
+   */
   readonly fencingRetention?: number;
   /** Automatic extension, for `using` and `autoExtend` locks. */
   readonly autoExtend?: AutoExtendOptions;
@@ -95,7 +99,18 @@ export interface AcquireOptions extends RetryOptions {
   readonly signal?: AbortSignal;
   /** Keep the lock alive until it is released (see `AutoExtendOptions`). Default false. */
   readonly autoExtend?: boolean;
+  /**
+   * A semaphore: at most `limit` holders of the resource at once (1 to
+   * {@link MAX_LIMIT}), each with a permit of its own. One resource per call; every
+   * caller of a resource must give the same limit.
+   */
+  readonly limit?: number;
+  /** A read-write lock: any number of `'read'` holders, or one `'write'` holder. One resource per call. */
+  readonly mode?: 'read' | 'write';
 }
+
+/** Most holders a semaphore admits. */
+export const MAX_LIMIT = 1_000_000;
 
 /** Options after defaults, as the client uses them. */
 export interface ResolvedOptions {
@@ -122,7 +137,9 @@ export const DEFAULTS = Object.freeze({
   retryCount: 10,
   retryDelay: 200,
   retryJitter: 100,
-  fencingRetention: 7 * 24 * 3600 * 1000,
+  // 24 hours: covers whole-hour clock errors (a hardware clock read in the wrong
+  // time zone is off by up to 14 h) at a seventh of the 7 days' footprint.
+  fencingRetention: 24 * 3600 * 1000,
   threshold: 0.5,
   maxExtensions: Infinity,
   shutdownGrace: 10_000,
@@ -169,7 +186,11 @@ export function checkAcquireOptions(options: unknown): AcquireOptions {
     throw new InvalidArgumentError('acquire options', 'an object or undefined', options);
   }
   checkKnown('acquire options', options, ACQUIRE_KEYS);
-  const { signal, autoExtend, nodeTimeout } = options as AcquireOptions;
+  const { signal, autoExtend, nodeTimeout, limit, mode } = options as AcquireOptions;
+  if (limit !== undefined) integerIn('limit', limit, 1, MAX_LIMIT, 1);
+  if (mode !== undefined && mode !== 'read' && mode !== 'write') throw new InvalidArgumentError('mode', "'read' or 'write'", mode);
+  if (limit !== undefined && mode !== undefined)
+    throw new InvalidArgumentError('mode', 'no mode beside a limit (a semaphore or a read-write lock, not both)', mode);
   if (signal !== undefined && !isAbortSignal(signal)) throw new InvalidArgumentError('signal', 'an AbortSignal', signal);
   booleanOr('autoExtend', autoExtend, false);
   optionalTimeout('nodeTimeout', nodeTimeout);
@@ -208,7 +229,14 @@ const CLIENT_KEYS: ReadonlySet<string> = new Set<keyof RedlockOptions>([
   'onEvent',
   'shutdownGrace',
 ]);
-const ACQUIRE_KEYS: ReadonlySet<string> = new Set<keyof AcquireOptions>([...RETRY_KEYS, 'nodeTimeout', 'signal', 'autoExtend']);
+const ACQUIRE_KEYS: ReadonlySet<string> = new Set<keyof AcquireOptions>([
+  ...RETRY_KEYS,
+  'nodeTimeout',
+  'signal',
+  'autoExtend',
+  'limit',
+  'mode',
+]);
 const AUTO_EXTEND_KEYS: ReadonlySet<string> = new Set<keyof AutoExtendOptions>(['threshold', 'maxExtensions']);
 
 /** A misspelt option would otherwise be ignored in silence, its default used instead. */

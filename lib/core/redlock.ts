@@ -14,7 +14,7 @@ import { encodeIdentity } from './holder.js';
 import { inspectNodes, type ResourceInspection } from './inspection.js';
 import { KeyLayout, validateResources } from './keys.js';
 import { checkListLimit, checkPattern, listLocks, type ListOptions, type LockListing } from './listing.js';
-import { Lock, secretOf, type LockOwner } from './lock.js';
+import { Lock, secretOf } from './lock.js';
 import type { LockNode } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
 import { buildNodes } from './node-specs.js';
@@ -55,7 +55,9 @@ const CLOSE_TIMEOUT = 500;
  * });
  * await redlock.close();
  */
-export class Redlock implements LockOwner {
+// The owner side of its locks (LockOwner) is internal: checked where a Lock is made, not declared here,
+// so that the published declarations (stripInternal) stay consistent.
+export class Redlock {
   /** Votes needed: floor(N/2)+1. */
   readonly quorum: number;
   // Secret-bearing fields are truly private (#): no inspect, logger or serializer
@@ -86,7 +88,7 @@ export class Redlock implements LockOwner {
     this.#nodes = buildNodes(options.nodes);
     let clustered: boolean;
     try {
-      clustered = this.#nodes.some((n) => n.kind === 'cluster');
+      clustered = this.#nodes.some((n) => n.connection.isCluster);
       this.layout = new KeyLayout(this.options.prefix, clustered);
     } catch (error) {
       for (const node of this.#nodes) void node.close(0);
@@ -98,7 +100,17 @@ export class Redlock implements LockOwner {
     this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
     const { options: resolved, layout, clientId, wakePrefix } = this;
     const nodeTimeoutFor = (ttl: number, override?: number) => this.nodeTimeoutFor(ttl, override);
-    this.#planning = { options: resolved, layout, clustered, clientId, wakePrefix, identity, random: new RandomPool(), nodeTimeoutFor };
+    this.#planning = {
+      options: resolved,
+      layout,
+      clustered,
+      nodeCount: this.#nodes.length,
+      clientId,
+      wakePrefix,
+      identity,
+      random: new RandomPool(),
+      nodeTimeoutFor,
+    };
     this.loop = new AcquireLoop({
       set: this.#set,
       owner: this,
@@ -109,6 +121,7 @@ export class Redlock implements LockOwner {
       wakePrefix: this.wakePrefix,
       connecting: () => this.connecting,
       emit: (event) => this.emit(event),
+      listening: () => this.listeners.size > 0,
     });
     if (options.onEvent) this.listeners.add(options.onEvent);
     this.detach = watchNodes(this.#nodes, {
@@ -233,15 +246,19 @@ export class Redlock implements LockOwner {
       throw new LockLostError(lock.resources, 'expired');
     }
     const t0 = performance.now();
-    const round = await callRound(EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl }), heldVerdict, {
-      ...this.#set,
+    const call = entry.permit?.extend(newTtl) ?? EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl });
+    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
+    const quorum = entry.permit?.quorum ?? this.quorum;
+    const round = await callRound(call, heldVerdict, {
+      nodes: this.#nodes,
+      quorum,
       timeout: this.nodeTimeoutFor(newTtl),
       until: 'quorum',
     });
     const attempt: AttemptReport = { attempt: 1, elapsed: round.elapsed, nodes: round.reports };
     const validity = validityOf(newTtl, round.elapsed, this.options.driftFactor);
     if (!this.locks.has(lock)) throw new LockLostError(lock.resources, 'released');
-    if (round.yes.length >= this.quorum && validity > 0) {
+    if (round.yes.length >= quorum && validity > 0) {
       lock.extended(newTtl, t0 + round.elapsed + validity);
       this.emit({
         type: 'extended',
@@ -255,11 +272,13 @@ export class Redlock implements LockOwner {
       });
       return lock;
     }
-    if (round.reports.filter((r) => r.outcome === 'not-held').length >= this.quorum) {
+    // Lost once too few nodes are left that could still hold it.
+    const gone = entry.permit ? this.#nodes.length - quorum + 1 : this.quorum;
+    if (round.reports.filter((r) => r.outcome === 'not-held').length >= gone) {
       this.lost(lock, 'keys-gone');
       throw new LockLostError(lock.resources, 'keys-gone', attempt);
     }
-    throw new QuorumUnreachableError('extend', lock.resources, [attempt], this.quorum);
+    throw new QuorumUnreachableError('extend', lock.resources, [attempt], quorum);
   }
 
   /**
@@ -278,7 +297,9 @@ export class Redlock implements LockOwner {
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
-    const round = await callRound(RELEASE.call(held.keys.release, { value: secretOf(lock), fair }), doneVerdict, {
+    const call =
+      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+    const round = await callRound(call, doneVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
@@ -287,15 +308,17 @@ export class Redlock implements LockOwner {
       targets: held.sentTo,
     });
     if (!wasHeld) return; // lost already: reported then, and best effort now
-    this.emit({
-      type: 'released',
-      at: Date.now(),
-      lockId: lock.id,
-      resources: lock.resources,
-      heldFor,
-      elapsed: round.elapsed,
-      confirmed: round.yes.length,
-    });
+    if (this.listeners.size > 0) {
+      this.emit({
+        type: 'released',
+        at: Date.now(),
+        lockId: lock.id,
+        resources: lock.resources,
+        heldFor,
+        elapsed: round.elapsed,
+        confirmed: round.yes.length,
+      });
+    }
     if (round.yes.length < this.quorum) {
       throw new QuorumUnreachableError(
         'release',

@@ -75,100 +75,145 @@ export interface RoundOptions<N extends RoundNode> {
  * Late answers are absorbed: no rejection escapes.
  */
 export function broadcast<N extends RoundNode>(round: RoundOptions<N>): Promise<RoundResult> {
-  const { nodes, send, classify, quorum, timeout, until, targets = 'live' } = round;
-  const started = performance.now();
-  const n = nodes.length;
-  const outcomes: (NodeReport | undefined)[] = new Array(n).fill(undefined);
-  const yes: { index: number; value: number }[] = [];
-  const sent: boolean[] = new Array(n).fill(false);
-  let answered = 0;
-  let no = 0;
-  /** Nodes not heard from yet. */
-  let silent = n;
-  let settle!: () => void;
-  const settled = new Promise<void>((resolve) => (settle = resolve));
-
   return new Promise<RoundResult>((resolve) => {
-    let decided = false;
-    let timedOut = false;
-    const decide = (byTimer: boolean) => {
-      decided = true;
-      const snapshot = (missing: NodeOutcome) => () =>
-        nodes.map((node, i): NodeReport => outcomes[i] ?? { node: node.label, outcome: missing });
-      resolve({
-        yes,
-        reports: snapshot(byTimer ? 'timeout' : 'pending')(),
-        elapsed: performance.now() - started,
-        late: snapshot('timeout'),
-        settled,
-        sent,
-      });
-    };
-    // The one timer of the round: the deadline of the decision, and of `settled`.
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (!decided) decide(true);
-      settle();
-    }, timeout);
-
-    nodes.forEach((node, index) => {
-      const record = (report: NodeReport, value?: number) => {
-        // An answer after the deadline stays a timeout; one after an early decision fills in `pending`.
-        if (timedOut) return;
-        outcomes[index] = report;
-        if (--silent === 0) {
-          clearTimeout(timer);
-          settle();
-        }
-        if (decided) return;
-        answered++;
-        if (report.outcome === 'ok') yes.push({ index, value: value ?? 0 });
-        else no++;
-        if (answered === n) decide(false);
-        else if (until === 'quorum' && (yes.length >= quorum || no > n - quorum)) decide(false);
-      };
-      if (targets !== 'live' && !targets[index]) {
-        record({ node: node.label, outcome: 'ok' }); // the command it would undo never went there
-        return;
-      }
-      if (targets === 'live' && node.isStalled(timeout)) {
-        // Still hung on earlier commands: a timeout now, without adding to its backlog.
-        record({ node: node.label, outcome: 'timeout' });
-        return;
-      }
-      sent[index] = true;
-      const done: Done = (error, reply) => {
-        if (error !== undefined) {
-          record({
-            node: node.label,
-            outcome: 'error',
-            ms: performance.now() - started,
-            error: error instanceof Error ? error.message : String(error),
-          });
-          return;
-        }
-        let verdict: Verdict;
-        try {
-          verdict = classify(reply, node);
-        } catch {
-          // Not a reply this script gives: never let it escape as an uncaught error.
-          record({
-            node: node.label,
-            outcome: 'error',
-            ms: performance.now() - started,
-            error: `unexpected reply ${describeValue(reply)}`,
-          });
-          return;
-        }
-        record({ node: node.label, outcome: verdict.outcome, ms: performance.now() - started }, verdict.value);
-      };
-      try {
-        send(node, done);
-      } catch (error) {
-        done(error ?? new Error('send failed'));
-      }
-    });
+    const tally = new Tally(round, resolve);
+    round.nodes.forEach((node, index) => tally.dispatch(node, index));
   });
+}
+
+/** The state of one `broadcast`: who was sent what, who answered how, and whether it is decided. */
+class Tally<N extends RoundNode> {
+  private readonly started = performance.now();
+  private readonly outcomes: (NodeReport | undefined)[];
+  private readonly yes: { index: number; value: number }[] = [];
+  private readonly sent: boolean[];
+  private answered = 0;
+  private no = 0;
+  /** Nodes not heard from yet. */
+  private silent: number;
+  private decided = false;
+  private timedOut = false;
+  /** Every node answered, or the timer fired: `settled` resolves. */
+  private over = false;
+  // `settled` is awaited only by the undo of a failed attempt: its promise is made
+  // when first asked for, not in every round.
+  private settledPromise: Promise<void> | undefined;
+  private onSettled: (() => void) | undefined;
+  /** The one timer of the round: the deadline of the decision, and of `settled`. */
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly round: RoundOptions<N>,
+    private readonly resolve: (result: RoundResult) => void,
+  ) {
+    const n = round.nodes.length;
+    this.outcomes = new Array(n).fill(undefined);
+    this.sent = new Array(n).fill(false);
+    this.silent = n;
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      if (!this.decided) this.decide(true);
+      this.finish();
+    }, round.timeout);
+  }
+
+  private finish(): void {
+    this.over = true;
+    this.onSettled?.();
+  }
+
+  whenSettled(): Promise<void> {
+    if (this.over) return Promise.resolve();
+    return (this.settledPromise ??= new Promise<void>((resolve) => (this.onSettled = resolve)));
+  }
+
+  /** Sends the command to one node, or counts it at once (not a target, or hung on earlier commands). */
+  dispatch(node: N, index: number): void {
+    const { targets = 'live', timeout, send } = this.round;
+    if (targets !== 'live' && !targets[index]) {
+      this.record(index, { node: node.label, outcome: 'ok' }); // the command it would undo never went there
+      return;
+    }
+    if (targets === 'live' && node.isStalled(timeout)) {
+      // Still hung on earlier commands: a timeout now, without adding to its backlog.
+      this.record(index, { node: node.label, outcome: 'timeout' });
+      return;
+    }
+    this.sent[index] = true;
+    const done: Done = (error, reply) => this.answer(node, index, error, reply);
+    try {
+      send(node, done);
+    } catch (error) {
+      done(error ?? new Error('send failed'));
+    }
+  }
+
+  private answer(node: N, index: number, error: unknown, reply: unknown): void {
+    const ms = performance.now() - this.started;
+    if (error !== undefined) {
+      this.record(index, { node: node.label, outcome: 'error', ms, error: error instanceof Error ? error.message : String(error) });
+      return;
+    }
+    let verdict: Verdict;
+    try {
+      verdict = this.round.classify(reply, node);
+    } catch {
+      // Not a reply this script gives: never let it escape as an uncaught error.
+      this.record(index, { node: node.label, outcome: 'error', ms, error: `unexpected reply ${describeValue(reply)}` });
+      return;
+    }
+    this.record(index, { node: node.label, outcome: verdict.outcome, ms }, verdict.value);
+  }
+
+  private record(index: number, report: NodeReport, value?: number): void {
+    // An answer after the deadline stays a timeout; one after an early decision fills in `pending`.
+    if (this.timedOut) return;
+    this.outcomes[index] = report;
+    if (--this.silent === 0) {
+      clearTimeout(this.timer);
+      this.finish();
+    }
+    if (this.decided) return;
+    const { nodes, until, quorum } = this.round;
+    const n = nodes.length;
+    this.answered++;
+    if (report.outcome === 'ok') this.yes.push({ index, value: value ?? 0 });
+    else this.no++;
+    if (this.answered === n) this.decide(false);
+    else if (until === 'quorum' && (this.yes.length >= quorum || this.no > n - quorum)) this.decide(false);
+  }
+
+  private decide(byTimer: boolean): void {
+    this.decided = true;
+    const snapshot = (missing: NodeOutcome) => () =>
+      this.round.nodes.map((node, i): NodeReport => this.outcomes[i] ?? { node: node.label, outcome: missing });
+    this.resolve(
+      new Decided(
+        this.yes,
+        snapshot(byTimer ? 'timeout' : 'pending')(),
+        performance.now() - this.started,
+        snapshot('timeout'),
+        this.sent,
+        this,
+      ),
+    );
+  }
+}
+
+/** A decided round; its `settled` promise is made only if asked for. */
+class Decided implements RoundResult {
+  constructor(
+    readonly yes: RoundResult['yes'],
+    readonly reports: readonly NodeReport[],
+    readonly elapsed: number,
+    readonly late: () => readonly NodeReport[],
+    readonly sent: readonly boolean[],
+    private readonly tally: { whenSettled(): Promise<void> },
+  ) {}
+
+  get settled(): Promise<void> {
+    return this.tally.whenSettled();
+  }
 }
 
 /** A round of one call, sent to every node: each reply decoded by the call, then counted by `verdict`. */

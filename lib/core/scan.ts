@@ -1,4 +1,4 @@
-import type { Cluster } from 'ioredis';
+import type { ScanStep } from './connection.js';
 import type { LockNode } from './node.js';
 
 /** Keys asked for per SCAN call: a hint to the server, which visits about this many per call. */
@@ -18,37 +18,28 @@ export interface ScanResult {
   readonly complete: boolean;
 }
 
-/** The part of an ioredis client (or of the testing module's in-memory node) that SCAN needs. */
-interface Scanner {
-  scan(cursor: string, ...args: (string | number)[]): Promise<[cursor: string, keys: string[]]>;
-}
-
 /**
  * Walks one node's keyspace with SCAN (never KEYS, which blocks the server for
  * the whole keyspace): a cluster node's masters one after the other, within
  * `bounds` for the node as a whole.
  */
 export async function scanNode(node: LockNode, bounds: ScanBounds): Promise<ScanResult> {
-  const clients: unknown[] = node.kind === 'cluster' ? (node.client as Cluster).nodes('master') : [node.client];
   const keys = new Set<string>();
   const budget = { calls: bounds.calls };
-  let complete = true;
-  for (const client of clients) {
-    if (typeof (client as Partial<Scanner>).scan !== 'function') throw new Error(`the client of ${node.label} cannot SCAN`);
-    complete = (await scanClient(client as Scanner, bounds, keys, budget)) && complete;
-    if (!complete) break;
+  for (const step of node.connection.scanners()) {
+    if (!(await scanServer(step, bounds, keys, budget))) return { keys: [...keys], complete: false };
   }
-  return { keys: [...keys], complete };
+  return { keys: [...keys], complete: true };
 }
 
-async function scanClient(client: Scanner, bounds: ScanBounds, keys: Set<string>, budget: { calls: number }): Promise<boolean> {
+async function scanServer(step: ScanStep, bounds: ScanBounds, keys: Set<string>, budget: { calls: number }): Promise<boolean> {
   let cursor = '0';
   do {
     if (keys.size >= bounds.limit || budget.calls <= 0) return false;
     budget.calls--;
-    const [next, found] = await client.scan(cursor, 'MATCH', bounds.match, 'COUNT', SCAN_COUNT);
+    const [next, found] = await step(cursor, bounds.match, SCAN_COUNT);
     for (const key of found) keys.add(key);
-    cursor = String(next);
+    cursor = next;
   } while (cursor !== '0');
   return true;
 }

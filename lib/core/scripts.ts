@@ -1,5 +1,6 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
 import { FORCE_RELEASE } from './operator-scripts.js';
+import { PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
@@ -393,4 +394,13 @@ return 1
  * ready: EVALSHA then never meets NOSCRIPT in normal operation, whose EVAL
  * fallback would be sent after commands queued behind the failed EVALSHA.
  */
-export const NODE_SCRIPTS: readonly Script[] = [ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE, LEAVE_QUEUE, INSPECT, FORCE_RELEASE];
+export const NODE_SCRIPTS: readonly Script[] = [
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  RELEASE,
+  LEAVE_QUEUE,
+  INSPECT,
+  FORCE_RELEASE,
+  ...PERMIT_SCRIPTS,
+];

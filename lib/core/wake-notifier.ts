@@ -1,5 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { LockNode, RedisClient } from './node.js';
+import type { Subscription } from './connection.js';
+import type { LockNode } from './node.js';
 
 type Wake = () => void;
 
@@ -18,7 +18,7 @@ type Wake = () => void;
 export class WakeNotifier {
   // The nodes and the subscriber connections carry the nodes' credentials: truly private.
   readonly #nodes: readonly LockNode[];
-  #subscribers: RedisClient[] | undefined;
+  #subscriptions: Subscription[] | undefined;
   #closed = false;
   /** Settles when every node confirmed (or refused) the subscription. */
   private confirmed: Promise<void> | undefined;
@@ -64,8 +64,8 @@ export class WakeNotifier {
   close(): void {
     this.#closed = true;
     this.waiters.clear();
-    for (const subscriber of this.#subscribers ?? []) subscriber.disconnect();
-    this.#subscribers = undefined;
+    for (const subscription of this.#subscriptions ?? []) subscription.close();
+    this.#subscriptions = undefined;
     this.confirmed = undefined;
     this.ready = false;
   }
@@ -74,18 +74,8 @@ export class WakeNotifier {
     if (this.confirmed) return this.confirmed;
     // Closed: no connection is opened again (it would keep the process alive).
     if (this.#closed) return Promise.resolve();
-    this.#subscribers = this.#nodes.map((node) => {
-      // A connection of its own: a subscribed connection cannot run scripts.
-      const { client } = node;
-      const subscriber: RedisClient =
-        node.kind === 'cluster'
-          ? (client as Cluster).duplicate()
-          : (client as Redis).duplicate({ lazyConnect: false, enableOfflineQueue: true });
-      subscriber.on('error', () => undefined); // the lock connection reports node errors
-      subscriber.on('message', (_channel: string, waiter: string) => this.waiters.get(waiter)?.());
-      return subscriber;
-    });
-    const confirmed = Promise.allSettled(this.#subscribers.map((s) => s.subscribe(this.channel))).then(() => {
+    this.#subscriptions = this.#nodes.map((node) => node.connection.subscribe(this.channel, (waiter) => this.waiters.get(waiter)?.()));
+    const confirmed = Promise.all(this.#subscriptions.map((s) => s.confirmed)).then(() => {
       if (this.confirmed === confirmed) this.ready = true;
     });
     this.confirmed = confirmed;

@@ -1,7 +1,11 @@
 export { RedlockModule } from './redlock.module.js';
 export { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 export { REDLOCK_CLIENT, LOCKED_METADATA } from './redlock.constants.js';
-export type { RedlockModuleOptions, BusyOptions } from './redlock-module-options.interface.js';
+export type { RedlockModuleOptions, BusyOptions, BusyContext } from './redlock-module-options.interface.js';
+export type { ScheduleLockOptions } from './schedule-lock.options.js';
+export { Unlocked } from './unlocked.decorator.js';
+export { LockGraphQLError } from './lock-graphql.error.js';
+export type { QueueJob } from './queue-job.js';
 export { LockService } from './lock.service.js';
 export { assertLocked } from './assert-locked.js';
 export { NotLockedError } from './not-locked.error.js';

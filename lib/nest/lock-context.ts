@@ -12,7 +12,7 @@ export interface RequestScope {
   /** `http`, `rpc`, `ws` (`ExecutionContext.getType()`). */
   readonly type: string;
   /** The request's parts, before pipes (`args` is filled by the wrapper, after pipes). */
-  readonly request: Omit<LockKeyContext, 'args'>;
+  readonly request: Omit<LockKeyContext, 'args' | 'self'>;
 }
 
 /** The locks held by the current call chain, innermost last; and the request being handled, if any. */

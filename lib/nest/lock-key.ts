@@ -2,28 +2,42 @@ import { InvalidArgumentError } from '../core/index.js';
 
 /**
  * What a key is built from: `args`, the method's arguments as it receives
- * them (after pipes, on controllers too); on HTTP handlers `params`, `query`,
- * `body`, `user`, `headers` of the request; on RPC/WS handlers `data`. A
- * request part the handler receives through a parameter decorator
- * (`@Param('id', ParseIntPipe)`, `@Body() dto`, `@Payload()`) is the value
+ * them (after pipes, on controllers too), and `self`, the instance it runs on;
+ * on HTTP handlers `params`, `query`, `body`, `user`, `headers` of the
+ * request; on RPC/WS handlers `data`; on GraphQL resolvers `data` (the
+ * field's arguments), `context` and `user`; on a BullMQ processor's
+ * `process(job)`, `job`; on `@Cron` methods, `tick`. A request part the
+ * handler receives through a parameter decorator (`@Param('id',
+ * ParseIntPipe)`, `@Body() dto`, `@Payload()`, `@Args('id')`) is the value
  * after its pipes; the rest is the raw request.
  */
-export interface LockKeyContext<TArgs extends unknown[] = unknown[]> {
+export interface LockKeyContext<TArgs extends unknown[] = unknown[], TSelf = any> {
   readonly args: TArgs;
+  /** The instance the method runs on (`'{self.tenant}'`, `({ self }) => self.prefix`). */
+  readonly self: TSelf;
   readonly params?: Record<string, unknown>;
   readonly query?: Record<string, unknown>;
   readonly body?: any;
   readonly user?: any;
   readonly headers?: Record<string, unknown>;
   readonly data?: any;
+  /** GraphQL resolvers: the GraphQL context (`req`, and what your context factory adds). */
+  readonly context?: any;
+  /** A `@nestjs/bullmq` processor's `process(job)`: the job (`'{job.name}:{job.data.orderId}'`). */
+  readonly job?: { readonly id?: string; readonly name: string; readonly data: any };
+  /**
+   * `@Cron` methods: the scheduled fire time of this run (epoch ms), the same
+   * on every replica that fires this tick, even one late by less than a period.
+   */
+  readonly tick?: number;
 }
 
 /**
  * A static resource name (or several), a template such as
  * `'order:{params.id}'` or `'job:{args.0.id}'`, or a function of the call.
  */
-export type LockKey<TArgs extends unknown[] = any[]> =
-  string | readonly string[] | ((context: LockKeyContext<TArgs>) => string | readonly string[]);
+export type LockKey<TArgs extends unknown[] = any[], TSelf = any> =
+  string | readonly string[] | ((context: LockKeyContext<TArgs, TSelf>) => string | readonly string[]);
 
 const PLACEHOLDER = /\{([^{}]+)\}/g;
 
@@ -31,7 +45,7 @@ const PLACEHOLDER = /\{([^{}]+)\}/g;
 const KEPT = /^[\p{L}\p{N}_.-]$/u;
 
 /** Builds the resource names of one call. */
-export function resolveKey(key: LockKey, context: LockKeyContext): readonly string[] {
+export function resolveKey(key: LockKey, context: Omit<LockKeyContext, 'self'> & { readonly self?: unknown }): readonly string[] {
   if (typeof key === 'function') {
     const out = key(context as LockKeyContext<any>);
     return typeof out === 'string' ? [out] : out;
@@ -83,7 +97,7 @@ function alsoEncoded(template: string): ReadonlySet<string> {
  * their keys, and distinct values give distinct keys (`tenant:{a}:order:{b}`
  * with `a`, `b:order:c` and with `a:order:b`, `c`).
  */
-function fillTemplate(template: string, context: LockKeyContext): string {
+function fillTemplate(template: string, context: object): string {
   const separators = alsoEncoded(template);
   return template.replace(PLACEHOLDER, (_, path: string) => {
     let value: unknown = context;
@@ -111,6 +125,7 @@ const BOUND_PARTS: Record<string, Record<number, keyof LockKeyContext>> = {
   http: { 3: 'body', 4: 'query', 5: 'params', 6: 'headers' }, // RouteParamtypes BODY, QUERY, PARAM, HEADERS
   rpc: { 3: 'data' }, // RpcParamtype.PAYLOAD
   ws: { 3: 'data' }, // WsParamtype.PAYLOAD
+  graphql: { 3: 'data' }, // GqlParamtype.ARGS
 };
 
 /** One entry of Nest's `ROUTE_ARGS_METADATA`: `'<paramtype>:<index>' -> { index, data }`. */
@@ -123,11 +138,12 @@ export type RouteArgs = Record<string, { index: number; data?: unknown }>;
  */
 export function afterPipes(
   type: string,
-  request: Omit<LockKeyContext, 'args'>,
+  request: Omit<LockKeyContext, 'args' | 'self'>,
   args: unknown[],
   routeArgs: RouteArgs | undefined,
+  self?: unknown,
 ): LockKeyContext {
-  const context: Record<string, unknown> = { ...request, args };
+  const context: Record<string, unknown> = { ...request, args, self };
   const parts = BOUND_PARTS[type] ?? {};
   for (const [slot, { index, data }] of Object.entries(routeArgs ?? {})) {
     const part = parts[Number(/^(\d+):\d+$/.exec(slot)?.[1])];

@@ -18,10 +18,9 @@ import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
-import type { LockedRunner } from './locked.registry.js';
-import { runLocked, type LockTaker } from './locked.runner.js';
+import { runLocked } from './locked.runner.js';
 import { redlockLogger } from './redlock.logger.js';
-import type { ResolvedBusy } from './busy.js';
+import { skipsWhenBusy, type ResolvedBusy } from './busy.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 
@@ -36,7 +35,9 @@ import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
  * });
  */
 @Injectable()
-export class LockService implements LockedRunner, LockTaker {
+// Its @Locked side (LockedRunner, LockTaker) is internal: checked where it is registered and called, not
+// declared here, so that the published declarations (stripInternal) stay consistent.
+export class LockService {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
   private readonly logger: ReturnType<typeof redlockLogger>;
@@ -145,19 +146,24 @@ export class LockService implements LockedRunner, LockTaker {
    */
   async take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null> {
     try {
-      const options = busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 };
-      return await takingFor.run(metadata.method, () => this.client.acquire(resources, metadata.ttl, { autoExtend: true, ...options }));
+      const options = {
+        autoExtend: true,
+        limit: metadata.options.limit,
+        mode: metadata.options.mode,
+        ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
+      };
+      return await takingFor.run(metadata.method, () => this.client.acquire(resources, metadata.ttl, options));
     } catch (error) {
-      const skips = busy.mode === 'skip' || (busy.mode === 'wait' && busy.afterWait === 'skip');
       // A method that skips when busy (a cron tick) skips when the nodes are down too: the
       // client's acquire-failed warning is its one log line, not the scheduler's stack dump.
+      // A queue job is postponed for either reason.
       const reason =
         error instanceof ResourceBusyError
           ? 'busy'
-          : error instanceof QuorumUnreachableError && busy.kind === 'method'
+          : error instanceof QuorumUnreachableError && busy.kind !== 'controller'
             ? 'unreachable'
             : undefined;
-      if (!reason || !skips) throw error;
+      if (!reason || !skipsWhenBusy(busy)) throw error;
       this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method, reason });
       return null;
     }
@@ -165,11 +171,12 @@ export class LockService implements LockedRunner, LockTaker {
 
   /**
    * @internal Ends a `@Locked` call's lock without failing the call: released,
-   * or left to expire at `lockAtLeastFor` after it started.
+   * or left to expire at `lockAtLeastFor` after it started (or at `keepUntil`).
    */
-  settle(lock: Lock, metadata: LockedMetadata): void {
+  settle(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void {
     const atLeast = metadata.options.lockAtLeastFor;
-    const remaining = atLeast === undefined ? 0 : atLeast - (Date.now() - lock.acquiredAt);
+    const now = Date.now();
+    const remaining = Math.max(atLeast === undefined ? 0 : atLeast - (now - lock.acquiredAt), (keepUntil ?? 0) - now);
     if (remaining >= 1) this.expiring.set(lock.id, Math.ceil(remaining));
     const done = remaining >= 1 ? lock.expireAfter(remaining) : lock.release();
     done

@@ -1,4 +1,4 @@
-import { checkTtl } from '../core/layers.js';
+import { checkAcquireOptions, checkTtl } from '../core/layers.js';
 import { isObservable, type Observable } from 'rxjs';
 import { checkBusy } from './busy.js';
 import { checkKey, type LockKey } from './lock-key.js';
@@ -39,11 +39,16 @@ export type LockedDecorator = <M extends LockableMethod>(
  * @Cron('0 * * * * *') @Locked('report:minutely', 30_000) async report() {}
  * @Post(':id/pay') @Locked('order:{params.id}') pay(@Param('id') id: string) {}
  */
-export function Locked<TArgs extends unknown[] = any[]>(key: LockKey<TArgs>, ttl?: number, options: LockedOptions = {}): LockedDecorator {
+export function Locked<TArgs extends unknown[] = any[], TSelf = any>(
+  key: LockKey<TArgs, TSelf>,
+  ttl?: number,
+  options: LockedOptions = {},
+): LockedDecorator {
   checkKey(key);
   if (ttl !== undefined) checkTtl(ttl, '@Locked ttl');
   if (options.lockAtLeastFor !== undefined) checkTtl(options.lockAtLeastFor, '@Locked lockAtLeastFor');
   checkBusy('@Locked busy', options.busy);
+  if (options.limit !== undefined || options.mode !== undefined) checkAcquireOptions({ limit: options.limit, mode: options.mode });
   return (target, propertyKey, descriptor) => {
     const original = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
     if (typeof original !== 'function') throw new TypeError('@Locked applies to methods only');

@@ -22,7 +22,7 @@ export class LockedInterceptor implements NestInterceptor {
   }
 
   /** What `@Locked` templates and key functions see of the request, before pipes. */
-  private keyContext(context: ExecutionContext): Omit<LockKeyContext, 'args'> {
+  private keyContext(context: ExecutionContext): Omit<LockKeyContext, 'args' | 'self'> {
     switch (context.getType<string>()) {
       case 'http': {
         const request = context.switchToHttp().getRequest();
@@ -33,6 +33,11 @@ export class LockedInterceptor implements NestInterceptor {
         return { data: context.switchToRpc().getData() };
       case 'ws':
         return { data: context.switchToWs().getData() };
+      case 'graphql': {
+        // A resolver's arguments are (root, args, context, info).
+        const [, data, gqlContext] = context.getArgs<[unknown, unknown, { req?: { user?: unknown }; user?: unknown } | undefined]>();
+        return { data, context: gqlContext, user: gqlContext?.req?.user ?? gqlContext?.user };
+      }
       default:
         return {};
     }

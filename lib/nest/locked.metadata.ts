@@ -11,6 +11,14 @@ export interface LockedOptions {
    * run the same tick twice.
    */
   readonly lockAtLeastFor?: number;
+  /**
+   * A semaphore instead of a mutex: at most `limit` calls run at once across
+   * every instance (`@Locked('provider:stripe', 30_000, { limit: 5 })`). Every
+   * user of the key must give the same limit.
+   */
+  readonly limit?: number;
+  /** A read-write lock instead of a mutex: any number of `'read'` calls at once, or one `'write'` call. */
+  readonly mode?: 'read' | 'write';
 }
 
 /** What `@Locked` records on the method. */

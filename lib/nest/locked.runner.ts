@@ -1,14 +1,15 @@
 import { BadRequestException } from '@nestjs/common';
 import { from, isObservable, Observable, of } from 'rxjs';
-import { InvalidArgumentError, QuorumUnreachableError, ResourceBusyError, type Lock } from '../core/index.js';
+import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, requestFor, withLock, type RequestScope } from './lock-context.js';
-import { afterPipes, resolveKey, type RouteArgs } from './lock-key.js';
-import { LockBusyException } from './lock-busy.exception.js';
-import { LockUnavailableException } from './lock-unavailable.exception.js';
+import { heldInScope, heldLocks, requestFor, withLock } from './lock-context.js';
+import { afterPipes, resolveKey, type LockKeyContext, type RouteArgs } from './lock-key.js';
 import { resolveBusy, type ResolvedBusy } from './busy.js';
 import type { LockedMetadata } from './locked.metadata.js';
+import { postpone, queueJobOf } from './queue-job.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { cronOptionsOf, tickOf, type Tick } from './schedule-tick.js';
+import { transportError } from './transport-errors.js';
 
 /** Where Nest records a handler's parameter decorators (`ROUTE_ARGS_METADATA`, not exported by `@nestjs/common`'s index). */
 const ROUTE_ARGS_METADATA = '__routeArguments__';
@@ -16,13 +17,15 @@ const ROUTE_ARGS_METADATA = '__routeArguments__';
 /** What the road needs from `LockService`. */
 export interface LockTaker {
   take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null>;
-  settle(lock: Lock, metadata: LockedMetadata): void;
+  /** Ends the call's lock; `keepUntil` (epoch ms) leaves its keys until then (a `{tick}` key, until the next tick). */
+  settle(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void;
 }
 
 /**
  * One call of a `@Locked` method, whoever calls it. The key is built from the
- * arguments the method receives (after pipes, for a controller handler) and,
- * for a controller, the request the interceptor put in scope. Then:
+ * arguments the method receives (after pipes, for a controller handler), the
+ * instance, and, for a controller, the request the interceptor put in scope
+ * (for a queue processor, the job; for a cron method, the tick). Then:
  * - a controller handler, or a method declared to return an Observable, gets
  *   a cold Observable: the lock is taken on subscription and held until the
  *   result (value, promise or stream) completes, errors or is unsubscribed;
@@ -44,7 +47,7 @@ export function runLocked(
     let resources: readonly string[];
     try {
       const routeArgs = Reflect.getMetadata(ROUTE_ARGS_METADATA, self.constructor, metadata.propertyKey) as RouteArgs | undefined;
-      resources = validateResources(resolveKey(metadata.key, afterPipes(request.type, request.request, args, routeArgs)));
+      resources = validateResources(resolveKey(metadata.key, afterPipes(request.type, request.request, args, routeArgs, self)));
     } catch (error) {
       // A key the request cannot fill is the request's fault.
       if (error instanceof InvalidArgumentError && request.type === 'http') {
@@ -53,14 +56,58 @@ export function runLocked(
       throw error;
     }
     if (heldInScope(resources, outer)) return call();
-    return lockedStream({ taker, metadata, resources, busy, outer, call }, (error) => httpError(request, options, busy, error));
+    const locked: LockedCall = { taker, metadata, resources, busy, outer, call, args, type: request.type };
+    return lockedStream(locked, (error) => busyError(locked, error) ?? transportError(request.type, options, busy, error));
   }
-  const resources = validateResources(resolveKey(metadata.key, { args }));
+  const job = queueJobOf(metadata, self, args);
+  const { context, tick } = methodContext(metadata, self, args, original, job?.job);
+  const resources = validateResources(resolveKey(metadata.key, context));
   if (heldInScope(resources, outer)) return call();
-  const busy = resolveBusy('method', options.methodBusy, metadata.options.busy);
-  const locked: LockedCall = { taker, metadata, resources, busy, outer, call };
-  if (metadata.returnsObservable) return lockedStream(locked, (error) => error);
+  const busy = job
+    ? resolveBusy('job', options.jobBusy, metadata.options.busy)
+    : resolveBusy('method', options.methodBusy, metadata.options.busy);
+  const locked: LockedCall = {
+    taker,
+    metadata,
+    resources,
+    busy,
+    outer,
+    call,
+    args,
+    type: job ? 'job' : 'method',
+    keepUntil: tick()?.next,
+    whenSkipped: job ? () => postpone(job.job, job.token, busy) : undefined,
+  };
+  if (metadata.returnsObservable) return lockedStream(locked, (error) => busyError(locked, error) ?? error);
   return lockedPromise(locked);
+}
+
+/**
+ * The key context of a call that is not a controller's: the arguments, the
+ * instance, the job, and the cron tick, computed only when the key reads it
+ * (`tick()` then tells it, so the lock is kept until the next tick).
+ */
+function methodContext(
+  metadata: LockedMetadata,
+  self: object,
+  args: unknown[],
+  original: (...args: unknown[]) => unknown,
+  job: LockKeyContext['job'],
+): { context: LockKeyContext; tick: () => Tick | undefined } {
+  const now = Date.now(); // the scheduler calls the method as it fires
+  let tick: Tick | undefined;
+  const context = {
+    args,
+    self,
+    job,
+    get tick(): number | undefined {
+      const cron = cronOptionsOf(original, (self as Record<string | symbol, unknown>)[metadata.propertyKey]);
+      if (!cron) return undefined;
+      tick ??= tickOf(cron, now);
+      return tick.at;
+    },
+  };
+  return { context, tick: () => tick };
 }
 
 /** One call to run under its lock: who takes it, on what, how busy is handled, the locks already held, and the method call. */
@@ -71,11 +118,30 @@ interface LockedCall {
   readonly busy: ResolvedBusy;
   readonly outer: readonly Lock[];
   readonly call: () => unknown;
+  readonly args: readonly unknown[];
+  /** `http`, `rpc`, `ws`, `graphql`, `job` or `method`: for the busy hook. */
+  readonly type: string;
+  /** Keep the keys until then after the run (epoch ms). */
+  readonly keepUntil?: number;
+  /** What a skipped call returns instead of `undefined` (a queue job: moved back to delayed). */
+  readonly whenSkipped?: () => Promise<unknown>;
 }
 
-async function lockedPromise({ taker, metadata, resources, busy, outer, call }: LockedCall): Promise<unknown> {
-  const lock = await taker.take(resources, metadata, busy);
-  if (!lock) return undefined;
+/** The caller's own busy error (`busy.exception`), if this is a busy error and one was given. */
+function busyError({ busy, metadata, resources, args, type }: LockedCall, error: unknown): unknown {
+  if (!(error instanceof ResourceBusyError) || !busy.exception) return undefined;
+  return busy.exception({ method: metadata.method, resources, type, args, error });
+}
+
+async function lockedPromise(locked: LockedCall): Promise<unknown> {
+  const { taker, metadata, outer, call } = locked;
+  let lock: Lock | null;
+  try {
+    lock = await taker.take(locked.resources, metadata, locked.busy);
+  } catch (error) {
+    throw busyError(locked, error) ?? error;
+  }
+  if (!lock) return locked.whenSkipped?.();
   try {
     const result = withLock(lock, call, outer);
     if (isObservable(result)) {
@@ -87,21 +153,19 @@ async function lockedPromise({ taker, metadata, resources, busy, outer, call }: 
     }
     return await result;
   } finally {
-    taker.settle(lock, metadata);
+    taker.settle(lock, metadata, locked.keepUntil);
   }
 }
 
-function lockedStream(
-  { taker, metadata, resources, busy, outer, call }: LockedCall,
-  mapError: (error: unknown) => unknown,
-): Observable<unknown> {
+function lockedStream(locked: LockedCall, mapError: (error: unknown) => unknown): Observable<unknown> {
+  const { taker, metadata, resources, busy, outer, call } = locked;
   return new Observable<unknown>((subscriber) => {
     let lock: Lock | null = null;
     let settled = false;
     const settle = () => {
       if (settled || !lock) return;
       settled = true;
-      taker.settle(lock, metadata);
+      taker.settle(lock, metadata, locked.keepUntil);
     };
     let unsubscribeInner: (() => void) | undefined;
     taker.take(resources, metadata, busy).then(
@@ -144,14 +208,4 @@ function lockedStream(
       settle();
     };
   });
-}
-
-/** A controller's lock that could not be taken, as the HTTP answer (other transports get the error itself). */
-function httpError(request: RequestScope, options: RedlockModuleOptions, busy: ResolvedBusy, error: unknown): unknown {
-  if (request.type !== 'http') return error;
-  if (error instanceof ResourceBusyError) return new LockBusyException(busy.status, error);
-  if (error instanceof QuorumUnreachableError) {
-    return new LockUnavailableException(options.controllerUnavailable?.status ?? 503, error);
-  }
-  return error;
 }

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type RedlockOptions } from '../core/index.js';
 import { checkBusy, checkStatus } from './busy.js';
+import { checkScheduleOptions } from './schedule-lock.options.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 
 /**
@@ -11,9 +12,11 @@ export function validateModuleOptions(options: RedlockModuleOptions): RedlockOpt
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('RedlockModule options', 'an object with a `nodes` array', options);
   }
-  const { controllerBusy, methodBusy, controllerUnavailable, logger, ...client } = options;
-  checkBusy('controllerBusy', controllerBusy);
-  checkBusy('methodBusy', methodBusy);
+  const { controllerBusy, methodBusy, jobBusy, controllerUnavailable, logger, schedule, ...client } = options;
+  checkBusy('controllerBusy', controllerBusy, false);
+  checkBusy('methodBusy', methodBusy, false);
+  checkBusy('jobBusy', jobBusy);
+  checkScheduleOptions(schedule);
   if (controllerUnavailable !== undefined) {
     if (typeof controllerUnavailable !== 'object' || controllerUnavailable === null) {
       throw new InvalidArgumentError('controllerUnavailable', 'an object', controllerUnavailable);

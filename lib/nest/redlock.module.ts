@@ -4,6 +4,7 @@ import { Redlock } from '../core/index.js';
 import { LockService } from './lock.service.js';
 import { LockEventsLogger } from './lock-events.logger.js';
 import { LockedExplorer } from './locked.explorer.js';
+import { ScheduleLocker } from './schedule-locker.js';
 import { RedlockTelemetry } from './redlock.telemetry.js';
 import { LockedInterceptor } from './locked.interceptor.js';
 import { ShutdownHooksCheck } from './shutdown-hooks.check.js';
@@ -31,6 +32,7 @@ import { ConfigurableModuleClass, REDLOCK_MODULE_OPTIONS } from './redlock.modul
     { provide: REDLOCK_CLIENT, useExisting: Redlock },
     LockService,
     LockedExplorer,
+    ScheduleLocker,
     LockEventsLogger,
     RedlockTelemetry,
     ShutdownHooksCheck,

@@ -111,6 +111,37 @@ export class Ops {
     return 1;
   }
 
+  /** ZADD key [XX] score member: sets the member's score (XX: only an existing member). */
+  zadd(key: string, score: number, member: string, xx = false): number {
+    let zset = this.typed(key, 'zset');
+    if (xx && !zset?.scores.has(member)) return 0;
+    if (!zset) {
+      zset = { kind: 'zset', scores: new Map() };
+      this.server.data.set(key, { value: zset });
+    }
+    const added = zset.scores.has(member) ? 0 : 1;
+    zset.scores.set(member, score);
+    return added;
+  }
+
+  zscore(key: string, member: string): number | undefined {
+    return this.typed(key, 'zset')?.scores.get(member);
+  }
+
+  /** ZREMRANGEBYSCORE key -inf (below: drops every member scored below `below`. */
+  zremBelow(key: string, below: number): void {
+    const zset = this.typed(key, 'zset');
+    if (!zset) return;
+    for (const [member, score] of zset.scores) if (score < below) zset.scores.delete(member);
+    if (zset.scores.size === 0) this.server.data.delete(key);
+  }
+
+  /** The highest score (`ZRANGE key -1 -1 WITHSCORES`). */
+  zmaxScore(key: string): number | undefined {
+    const scores = [...(this.typed(key, 'zset')?.scores.values() ?? [])];
+    return scores.length ? Math.max(...scores) : undefined;
+  }
+
   zrem(key: string, member: string): number {
     const zset = this.typed(key, 'zset');
     if (!zset?.scores.delete(member)) return 0;

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Ops } from './memory-data.js';
 import { SUBSCRIBED_CONTEXT_ERROR, Subscriptions } from './memory-pubsub.js';
-import { evalLua, evalSha, scriptSha, type Arg } from './memory-scripts.js';
+import { evalLua, evalSha, loadLua, scriptSha, type Arg } from './memory-scripts.js';
 import { MemoryServer, type MemoryRedisNodeOptions } from './memory-server.js';
 
 /** Connection states an ioredis client reports in `status`, as far as this stand-in uses them. */
@@ -28,6 +28,8 @@ export type MemoryNodeStatus = 'ready' | 'reconnecting' | 'end';
 export class MemoryRedisNode extends EventEmitter {
   /** What tells nodes apart (host, a port unique in this process, db), as an ioredis client's options do. */
   readonly options: { readonly host: string; readonly port: number; readonly db: number };
+  /** A standalone node, as ioredis marks its clients: the lock client talks to it through its ioredis adapter. */
+  readonly isCluster = false;
   private readonly server: MemoryServer;
   private state: MemoryNodeStatus = 'ready';
   private readonly subscriptions = new Subscriptions(this);
@@ -70,6 +72,12 @@ export class MemoryRedisNode extends EventEmitter {
   eval(lua: string, numKeys: number | string, ...keysAndArgs: Arg[]): Promise<unknown> {
     const sha = scriptSha(lua);
     return this.command((ops) => evalLua(ops, this.server.loaded, sha, numKeys, keysAndArgs));
+  }
+
+  /** `SCRIPT LOAD lua` (the lock client loads its scripts on each new connection); other scripts are refused. */
+  script(subcommand: 'LOAD' | 'load', lua: string): Promise<string> {
+    if (subcommand.toUpperCase() !== 'LOAD') return Promise.reject(new Error(`ERR unknown subcommand '${subcommand}'`));
+    return this.command(() => loadLua(this.server.loaded, lua));
   }
 
   ping(): Promise<'PONG'> {

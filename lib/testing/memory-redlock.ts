@@ -35,10 +35,11 @@ export function createMemoryRedlock(options: MemoryRedlockOptions = {}): Redlock
 }
 
 /**
- * In-memory nodes typed as `Redlock` node specs, for `new Redlock({ nodes })`
- * or `RedlockModule.forRoot({ nodes })` (the client accepts any object that
- * runs scripts like an ioredis client; the `NodeSpec` type names ioredis only).
+ * In-memory nodes as `Redlock` node specs, for `new Redlock({ nodes })` or
+ * `RedlockModule.forRoot({ nodes })`. A memory node has an ioredis client's
+ * shape (`IoredisClientLike`), so the nodes themselves are accepted too; this
+ * stays for the code written when they were not.
  */
 export function asNodeSpecs(nodes: readonly MemoryRedisNode[]): NodeSpec[] {
-  return nodes as unknown as NodeSpec[];
+  return [...nodes];
 }

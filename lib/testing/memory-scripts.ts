@@ -7,10 +7,15 @@ import {
   FORCE_RELEASE,
   INSPECT,
   LEAVE_QUEUE,
+  PERMIT_ACQUIRE,
+  PERMIT_CONFIRM,
+  PERMIT_EXTEND,
+  PERMIT_RELEASE,
   RELEASE,
   type Script,
 } from '../core/layers.js';
 import type { Ops } from './memory-data.js';
+import { PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -256,6 +261,10 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [RELEASE, release],
   [LEAVE_QUEUE, leaveQueue],
   [FORCE_RELEASE, forceRelease],
+  [PERMIT_ACQUIRE, permits.permitAcquire],
+  [PERMIT_CONFIRM, permits.permitConfirm],
+  [PERMIT_EXTEND, permits.permitExtend],
+  [PERMIT_RELEASE, permits.permitRelease],
 ]);
 
 const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, { script, run }]));
@@ -274,6 +283,10 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
   'force-release': '1fd9f9e7419ff6338a115879bcddcfe05c69d751',
+  'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
+  'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
+  'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
+  'permit-release': '6f870ba3a53236cda89659820d4d834e4e63b1c6',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
@@ -297,12 +310,25 @@ export function scriptSha(lua: string): string {
 
 /** EVAL of one of this library's scripts, which `loaded` (the server's script cache) then holds; other scripts are refused. */
 export function evalLua(ops: Ops, loaded: Set<string>, sha: string, numKeys: number | string, keysAndArgs: Arg[]): unknown {
+  const implementation = ownScript(sha);
+  loaded.add(sha);
+  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+}
+
+/** SCRIPT LOAD of one of this library's scripts: cached in `loaded`, not run; other scripts are refused. */
+export function loadLua(loaded: Set<string>, lua: string): string {
+  const sha = scriptSha(lua);
+  ownScript(sha);
+  loaded.add(sha);
+  return sha;
+}
+
+function ownScript(sha: string) {
   const implementation = BY_SHA.get(sha);
   if (!implementation) {
     throw new Error(`ERR MemoryRedisNode runs only nest-redlock's own scripts; this one (sha ${sha}) is not one of them`);
   }
-  loaded.add(sha);
-  return runImplementation(implementation.run, ops, numKeys, keysAndArgs);
+  return implementation;
 }
 
 function runImplementation(run: Implementation, ops: Ops, numKeys: number | string, keysAndArgs: Arg[]): unknown {

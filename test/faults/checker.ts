@@ -20,7 +20,9 @@ export interface Section {
   /** Whether the lock was still valid (isHeld) when the section ended, and how often it was extended. */
   readonly heldAtEnd: boolean;
   readonly extensions: number;
-  /** What the fenced store said to this section's accesses: 'ok', 'stale' or 'error:...'. */
+  /** A read-write lock's section: 'read' or 'write'; absent for a mutex or a semaphore. */
+  readonly mode?: 'read' | 'write';
+  /** What the fenced store said to this section's accesses: 'ok', 'stale', 'none' (not used) or 'error:...'. */
   readonly store: string;
   /** Set when the runner held this section (to pause the worker, or to restart a node meanwhile). */
   readonly held?: {
@@ -192,4 +194,45 @@ export function check(h: History): Verdict {
     failures,
     longestFailure: Math.round(longestFailure),
   };
+}
+
+/** At most how many permits were held at once, and whether a writer ever held beside anyone. */
+export interface PermitVerdict {
+  /** Most sections inside at once, each counted only while its permit was valid (an overrun past its validity is not). */
+  readonly maxHolders: number;
+  /** The same, counting every section to its end (overruns included). */
+  readonly maxHoldersRaw: number;
+  /** Instants where a writer was inside beside another writer or a reader, within validity. */
+  readonly writerConflicts: number;
+}
+
+/**
+ * A sweep over the sections' intervals: [start, end], cut at validUntil where
+ * the section overran its permit (what the library promises only lasts as
+ * long as the validity it gave).
+ */
+export function checkPermits(sections: readonly Section[]): PermitVerdict {
+  const sweep = (valid: boolean) => {
+    const points: { t: number; d: number; mode?: string }[] = [];
+    for (const s of sections) {
+      const end = valid && !s.heldAtEnd ? Math.min(s.end, s.validUntil) : s.end;
+      if (end <= s.start) continue;
+      points.push({ t: s.start, d: 1, mode: s.mode }, { t: end, d: -1, mode: s.mode });
+    }
+    // Ends before starts at one instant: a hand-over is not an overlap.
+    points.sort((a, b) => a.t - b.t || a.d - b.d);
+    let inside = 0;
+    let most = 0;
+    let writers = 0;
+    let conflicts = 0;
+    for (const p of points) {
+      inside += p.d;
+      if (p.mode === 'write') writers += p.d;
+      most = Math.max(most, inside);
+      if (p.d > 0 && writers > 0 && inside > 1) conflicts++;
+    }
+    return { most, conflicts };
+  };
+  const valid = sweep(true);
+  return { maxHolders: valid.most, maxHoldersRaw: sweep(false).most, writerConflicts: valid.conflicts };
 }

@@ -7,7 +7,16 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { check, type Failure, type Section, type StoreEntry, type Verdict, type Window } from './checker.js';
+import {
+  check,
+  checkPermits,
+  type Failure,
+  type PermitVerdict,
+  type Section,
+  type StoreEntry,
+  type Verdict,
+  type Window,
+} from './checker.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 /**
@@ -155,11 +164,17 @@ interface Scenario {
   workers?: number;
   nodesFor?: (id: number) => string[];
   redlock?: Record<string, unknown>;
+  /** Per-worker acquire options beside ACQUIRE (`limit`, `mode`). */
+  acquireFor?: (id: number) => Record<string, unknown>;
+  /** false: no fenced store access (permits are shared: the store's counter is for exclusive holders). */
+  store?: false;
   schedule?: (ctx: Context) => Promise<void>;
 }
 
 interface Outcome {
   verdict: Verdict;
+  /** Holders at once and writer conflicts (meaningful for permit scenarios). */
+  permits: PermitVerdict;
   sections: Section[];
   failures: Failure[];
   windows: Window[];
@@ -187,7 +202,8 @@ async function run(fault: string, scenario: Scenario): Promise<Outcome> {
       ...HOLD,
       history,
       redlock: { ...REDLOCK, ...scenario.redlock },
-      acquire: ACQUIRE,
+      acquire: { ...ACQUIRE, ...scenario.acquireFor?.(id) },
+      store: scenario.store,
       maxRunMs: scenario.durationMs + 30_000,
     });
   });
@@ -276,9 +292,15 @@ async function run(fault: string, scenario: Scenario): Promise<Outcome> {
   if (exitCodes.some((c) => c !== 0)) notes.push(`worker exits: ${exitCodes.join(',')}`);
   // Nodes a worker's client still counted as hung when it stopped, all faults healed (see scenario 8).
   if (stalled.length > 0) notes.push(`nodes still 'stalled' at the end: ${stalled.join(' ')}`);
+  const permits = checkPermits(sections);
+  if (scenario.store === false) {
+    notes.unshift(
+      `holders at once: at most ${permits.maxHolders} within validity (${permits.maxHoldersRaw} counting overruns); writer conflicts: ${permits.writerConflicts}`,
+    );
+  }
   rows.push({ fault, trials: windows.length, verdict, notes });
-  if (process.env.FAULTS_DEBUG) process.stdout.write(`${fault} (s${n}): ${JSON.stringify({ verdict, runFrom, windows })}\n`);
-  return { verdict, sections, failures, windows, woke, exitCodes, notes };
+  if (process.env.FAULTS_DEBUG) process.stdout.write(`${fault} (s${n}): ${JSON.stringify({ verdict, permits, runFrom, windows })}\n`);
+  return { verdict, permits, sections, failures, windows, woke, exitCodes, notes };
 }
 
 /** `promise`'s value, or 'timeout' after `ms` (the timer is cleared either way). */
@@ -410,51 +432,51 @@ function printTable(): void {
 
 // ----------------------------------------------------------------------------
 
+/** Fault 1: a minority (2 of 5) killed -9 three times, each restarted with its data after 600 ms. */
+async function killMinority(ctx: Context): Promise<void> {
+  const pairs = [
+    [3, 4],
+    [0, 2],
+    [1, 4],
+  ];
+  for (const [k, pair] of pairs.entries()) {
+    await ctx.at(700 + k * 1300);
+    const end = ctx.begin();
+    await Promise.all(pair.map((i) => fleet.kill(i)));
+    await sleep(600);
+    await Promise.all(pair.map((i) => fleet.restart(i, { keepData: true })));
+    end();
+  }
+}
+
+/** Fault 2: a minority (2 of 5) paused with SIGSTOP for 1 s, twice. */
+async function pauseMinority(ctx: Context): Promise<void> {
+  const pairs = [
+    [3, 4],
+    [0, 1],
+  ];
+  for (const [k, pair] of pairs.entries()) {
+    await ctx.at(700 + k * 1800);
+    const end = ctx.begin();
+    await Promise.all(pair.map((i) => fleet.pause(i)));
+    await sleep(1000);
+    await Promise.all(pair.map((i) => fleet.resume(i)));
+    end();
+  }
+}
+
 describe('fault suite', () => {
   it('0. no fault (baseline)', async () => {
     expectSafe(await run('0. none', { durationMs: 2500 }));
   });
 
   it('1. a minority (2 of 5) killed -9, restarted with its data (AOF always)', async () => {
-    const pairs = [
-      [3, 4],
-      [0, 2],
-      [1, 4],
-    ];
-    const o = await run('1. 2 of 5 kill -9, 600 ms, restart with data', {
-      durationMs: 4500,
-      schedule: async (ctx) => {
-        for (const [k, pair] of pairs.entries()) {
-          await ctx.at(700 + k * 1300);
-          const end = ctx.begin();
-          await Promise.all(pair.map((i) => fleet.kill(i)));
-          await sleep(600);
-          await Promise.all(pair.map((i) => fleet.restart(i, { keepData: true })));
-          end();
-        }
-      },
-    });
+    const o = await run('1. 2 of 5 kill -9, 600 ms, restart with data', { durationMs: 4500, schedule: killMinority });
     expectSafe(o);
   });
 
   it('2. a minority (2 of 5) paused with SIGSTOP far longer than the per-node timeout, then resumed', async () => {
-    const pairs = [
-      [3, 4],
-      [0, 1],
-    ];
-    const o = await run('2. 2 of 5 SIGSTOP 1 s (node timeout 50 ms)', {
-      durationMs: 4500,
-      schedule: async (ctx) => {
-        for (const [k, pair] of pairs.entries()) {
-          await ctx.at(700 + k * 1800);
-          const end = ctx.begin();
-          await Promise.all(pair.map((i) => fleet.pause(i)));
-          await sleep(1000);
-          await Promise.all(pair.map((i) => fleet.resume(i)));
-          end();
-        }
-      },
-    });
+    const o = await run('2. 2 of 5 SIGSTOP 1 s (node timeout 50 ms)', { durationMs: 4500, schedule: pauseMinority });
     expectSafe(o);
   });
 
@@ -706,5 +728,74 @@ describe('fault suite', () => {
       schedule: async (ctx) => void ctx.begin(), // broken for the whole run
     });
     expect(o.verdict.overlaps).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * Permits: 6 workers on the same 5 nodes, a semaphore of limit 3 (or a
+ * read-write lock: workers 0 and 1 write, the others read), under the faults
+ * above. The checker counts the sections inside at once, each only while its
+ * permit was valid (a holder that overran its validity is the paused-holder
+ * case, not a second grant). The BROKEN rows put each worker alone on one node.
+ */
+describe('fault suite: semaphores and read-write locks', () => {
+  const PERMIT_WORKERS = 6;
+  const LIMIT = 3;
+  const semaphore = { workers: PERMIT_WORKERS, store: false as const, acquireFor: () => ({ limit: LIMIT }) };
+  const readWrite = {
+    workers: PERMIT_WORKERS,
+    store: false as const,
+    acquireFor: (id: number) => ({ mode: id < 2 ? 'write' : 'read' }),
+  };
+  const faults = [
+    { name: 'none', durationMs: 2500, schedule: undefined },
+    { name: '2 of 5 kill -9, 600 ms, restart with data', durationMs: 4500, schedule: killMinority },
+    { name: '2 of 5 SIGSTOP 1 s', durationMs: 4500, schedule: pauseMinority },
+  ];
+
+  /** What every permit row must keep, besides its own bound. */
+  const expectPermitsSafe = (o: Outcome) => {
+    expect(o.exitCodes).toEqual(o.exitCodes.map(() => 0));
+    expect(o.verdict.acquisitions).toBeGreaterThan(20);
+    // Fencing: a permit taken after another was acquired has a higher token.
+    expect(o.verdict.tokenOrderViolations).toBe(0);
+  };
+
+  for (const fault of faults) {
+    it(`S. semaphore (limit ${LIMIT}, ${PERMIT_WORKERS} workers), fault: ${fault.name}`, async () => {
+      const o = await run(`S. semaphore limit ${LIMIT}: ${fault.name}`, { ...semaphore, ...fault });
+      expectPermitsSafe(o);
+      expect(o.permits.maxHolders).toBeLessThanOrEqual(LIMIT);
+      expect(o.permits.maxHolders).toBeGreaterThan(1); // it admitted several at once
+    });
+  }
+
+  for (const fault of faults) {
+    it(`RW. read-write lock (2 writers, 4 readers), fault: ${fault.name}`, async () => {
+      const o = await run(`RW. read-write: ${fault.name}`, { ...readWrite, ...fault });
+      expectPermitsSafe(o);
+      expect(o.permits.writerConflicts).toBe(0);
+      expect(o.sections.some((s) => s.mode === 'write')).toBe(true); // writers were not starved
+    });
+  }
+
+  it('S7. the checker has teeth: a semaphore with each worker alone on one node admits more than the limit', async () => {
+    const o = await run(`S7. BROKEN: semaphore limit ${LIMIT}, each worker a single node`, {
+      ...semaphore,
+      durationMs: 2500,
+      nodesFor: (id) => [fleet.urls[id % fleet.urls.length]!],
+      schedule: async (ctx) => void ctx.begin(),
+    });
+    expect(o.permits.maxHolders).toBeGreaterThan(LIMIT);
+  });
+
+  it('RW7. the checker has teeth: a read-write lock with each worker alone on one node lets a writer in beside others', async () => {
+    const o = await run('RW7. BROKEN: read-write, each worker a single node', {
+      ...readWrite,
+      durationMs: 2500,
+      nodesFor: (id) => [fleet.urls[id % fleet.urls.length]!],
+      schedule: async (ctx) => void ctx.begin(),
+    });
+    expect(o.permits.writerConflicts).toBeGreaterThan(0);
   });
 });

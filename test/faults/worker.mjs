@@ -8,7 +8,8 @@
 // every process: `performance.timeOrigin` is not (see faults.spec.ts, `now`).
 //
 // argv[2]: JSON config { id, nodes, storeUrl, storePrefix, resource, ttl,
-//   holdMin, holdMax, history, redlock, acquire, maxRunMs }
+//   holdMin, holdMax, history, redlock, acquire, maxRunMs, store }
+//   (acquire may carry `limit` or `mode`; store: false skips the fenced store, for permits)
 //
 // IPC from the runner:
 //   { type: 'run' }   start the loop (sent once every worker is connected)
@@ -88,7 +89,10 @@ while (!stopping) {
   const entry = { who, token, asked, start, validUntil: start + lock.validity, attempts: lock.attempts };
   current = { lockId: lock.id, entry };
   void lock.signal; // watched from now on: it fires when the validity runs out
+  if (config.acquire?.mode) entry.mode = config.acquire.mode;
   try {
+    // Permits are shared: a fenced read-modify-write is for exclusive holders only.
+    if (config.store === false) throw Object.assign(new Error('no store'), { code: 'NO_STORE' });
     // Read-modify-write, both accesses fenced (the read checks and records the token too).
     const read = await store.get('counter', token, who);
     if (armed) {
@@ -105,7 +109,7 @@ while (!stopping) {
     entry.store = 'ok';
     entry.seq = wrote.seq;
   } catch (error) {
-    entry.store = error.code === 'STALE_TOKEN' ? 'stale' : `error:${error.message}`;
+    entry.store = error.code === 'STALE_TOKEN' ? 'stale' : error.code === 'NO_STORE' ? 'none' : `error:${error.message}`;
   }
   if (entry.held) {
     // Checked after the pause (and after the write went out): the signal must have fired.

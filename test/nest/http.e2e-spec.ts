@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, type INestApplication, Param, Post, Injectable } from '@nestjs/common';
+import { Controller, Get, HttpException, type INestApplication, Param, Post, Injectable } from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -37,6 +38,15 @@ class CounterController {
     return { ok: true };
   }
 
+  // A team's own error format for a busy resource.
+  @Post(':id/ship')
+  @Locked('ship:{params.id}', 2000, {
+    busy: { exception: ({ method, type, args }) => new HttpException({ code: 'ORDER_LOCKED', method, type, order: args[0] }, 423) },
+  })
+  async ship(@Param('id') id: string) {
+    return { shipped: id };
+  }
+
   @Get('long')
   @Locked('long', 300)
   async long() {
@@ -65,32 +75,47 @@ class CounterController {
 }
 
 let fleet: RedisFleet;
-let app: INestApplication;
 let raw: Redis[];
-let locks: LockService;
-const events: RedlockEvent[] = [];
 
 beforeAll(async () => {
   fleet = await startFleet(3);
   raw = fleet.urls.map((u) => new Redis(u));
-  const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
-    controllers: [CounterController],
-    providers: [Slow],
-  }).compile();
-  app = moduleRef.createNestApplication({ logger: false });
-  await app.init();
-  locks = app.get(LockService);
-  locks.events$.subscribe((e) => events.push(e));
 });
 
 afterAll(async () => {
-  await app?.close();
   raw?.forEach((r) => r.disconnect());
   await fleet?.stop();
 });
 
-describe('@Locked on an HTTP handler', () => {
+// The same controller on each HTTP platform Nest ships.
+describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)', (platform) => {
+  let app: INestApplication;
+  let locks: LockService;
+  const events: RedlockEvent[] = [];
+
+  beforeAll(async () => {
+    counters.clear();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+      controllers: [CounterController],
+      providers: [Slow],
+    }).compile();
+    if (platform === 'fastify') {
+      app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+      await app.init();
+      await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
+    } else {
+      app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+    }
+    locks = app.get(LockService);
+    locks.events$.subscribe((e) => events.push(e));
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
   it('keeps a read-modify-write right under concurrent requests; the losers get 409', async () => {
     const responses = await Promise.all(Array.from({ length: 8 }, () => request(app.getHttpServer()).post('/c/a/incr')));
     const ok = responses.filter((r) => r.status === 201);
@@ -108,6 +133,15 @@ describe('@Locked on an HTTP handler', () => {
     expect(missing.status).toBe(400);
     expect(missing.body.message).toContain('{body.sku}');
     expect((await request(app.getHttpServer()).post('/c/by-body').send({ sku: 'A1' })).status).toBe(201);
+  });
+
+  it('answers a busy resource with the error of busy.exception, told the method, the transport and the arguments', async () => {
+    const held = await locks.acquire('ship:7', 5000);
+    const busy = await request(app.getHttpServer()).post('/c/7/ship');
+    expect(busy.status).toBe(423);
+    expect(busy.body).toEqual({ code: 'ORDER_LOCKED', method: 'CounterController.ship', type: 'http', order: '7' });
+    await held.release();
+    expect((await request(app.getHttpServer()).post('/c/7/ship')).body).toEqual({ shipped: '7' });
   });
 
   it('holds the lock for a handler running three times the ttl, then releases it', async () => {

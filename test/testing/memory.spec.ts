@@ -9,13 +9,15 @@ import {
   type LockEvent,
 } from '../../lib/index.js';
 import * as scripts from '../../lib/core/scripts.js';
+import * as permitScripts from '../../lib/core/permit-scripts.js';
 import { ACQUIRE, EXTEND, INSPECT, RELEASE } from '../../lib/core/scripts.js';
 import { IMPLEMENTED_SHAS, memoryNodeScripts } from '../../lib/testing/memory-scripts.js';
 import { asNodeSpecs, createMemoryNodes, createMemoryRedlock, MemoryRedisNode } from '../../lib/testing/index.js';
-import { describeLockBehaviour } from './lock-behaviour.js';
+import { describeLockBehaviour, type LockBackend } from './lock-behaviour.js';
+import { describePermitBehaviour } from './permit-behaviour.js';
 import { until } from '../support/until.js';
 
-describeLockBehaviour('in-memory nodes', async () => {
+const memoryBackend = async (): Promise<LockBackend> => {
   const nodes = createMemoryNodes(3);
   return {
     nodes,
@@ -23,7 +25,9 @@ describeLockBehaviour('in-memory nodes', async () => {
     flush: async () => nodes.forEach((n) => n.flush()),
     stop: async () => undefined,
   };
-});
+};
+describeLockBehaviour('in-memory nodes', memoryBackend);
+describePermitBehaviour('in-memory nodes', memoryBackend);
 
 const clients: Redlock[] = [];
 function memoryClient(nodes: MemoryRedisNode[], options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
@@ -37,7 +41,7 @@ afterEach(async () => {
 
 describe('MemoryRedisNode', () => {
   it('has a JavaScript twin for every Lua script, written from the Lua as it is now', () => {
-    const all = (Object.values(scripts) as unknown[]).filter(
+    const all = ([...Object.values(scripts), ...Object.values(permitScripts)] as unknown[]).filter(
       (s): s is scripts.Script => typeof s === 'object' && s !== null && 'sha' in s && 'lua' in s,
     );
     expect(

@@ -14,11 +14,12 @@ import {
   type Script,
 } from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
-import { describeLockBehaviour } from './lock-behaviour.js';
+import { describeLockBehaviour, type LockBackend } from './lock-behaviour.js';
+import { describePermitBehaviour } from './permit-behaviour.js';
 
 // The same suite as memory.spec.ts, on three redis-server nodes: what the
 // in-memory nodes of nest-redlock/testing promise is what Redis does.
-describeLockBehaviour('redis-server nodes', async () => {
+const redisBackend = async (): Promise<LockBackend> => {
   const fleet = await startFleet(3);
   const raw = fleet.urls.map((url) => new Redis(url));
   return {
@@ -30,7 +31,9 @@ describeLockBehaviour('redis-server nodes', async () => {
       await fleet.stop();
     },
   };
-});
+};
+describeLockBehaviour('redis-server nodes', redisBackend);
+describePermitBehaviour('redis-server nodes', redisBackend);
 
 /**
  * Below the lock client: the same random sequence of script calls on a

@@ -6,3 +6,4 @@ export { LockLostError, type LostReason } from './lock-lost.error.js';
 export { LockAbortedError } from './lock-aborted.error.js';
 export { StaleTokenError } from './stale-token.error.js';
 export { ClientClosedError } from './client-closed.error.js';
+export { LockKindMismatchError } from './lock-kind-mismatch.error.js';

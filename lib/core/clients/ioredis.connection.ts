@@ -1,0 +1,197 @@
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import type { LockConnection, ScanStep, Subscription } from '../connection.js';
+import { sendScript, type Done, type Script } from '../script.js';
+import { hostOf } from './host.js';
+
+/** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * An ioredis client of any copy of the package, typed by shape: an
+ * application's own ioredis (another version, or another copy of the same one)
+ * has classes TypeScript will not take for the library's, since they carry
+ * private members. This is what the client checks for at run time too.
+ */
+export interface IoredisClientLike {
+  readonly isCluster: boolean;
+  readonly status: string;
+  evalsha(...args: any[]): Promise<unknown>;
+  duplicate(...args: any[]): unknown;
+}
+
+/**
+ * True for an ioredis client (`Redis` or `Cluster`) of any copy of the package,
+ * told by shape rather than by class: every copy marks its clients with
+ * `isCluster`. The testing module's in-memory node has the same shape, and so
+ * goes through this adapter exactly as a real client does.
+ */
+export function isIoredis(client: object): client is IoredisClientLike {
+  const c = client as Partial<Record<'isCluster' | 'evalsha' | 'duplicate' | 'nodes' | 'options', unknown>>;
+  if (typeof c.evalsha !== 'function' || typeof c.duplicate !== 'function') return false;
+  if (c.isCluster === true) return typeof c.nodes === 'function';
+  return c.isCluster === false && typeof c.options === 'object' && c.options !== null;
+}
+
+/** Longest pause between reconnects of a connection the client opened, ms. */
+export const RECONNECT_MAX = 200;
+
+/** Settings the client applies to connections it opens itself (overridable per node). */
+const OWNED_DEFAULTS: RedisOptions = {
+  lazyConnect: true,
+  // A down node must answer "no" at once instead of queueing commands that
+  // would be sent, stale, after it comes back.
+  enableOfflineQueue: false,
+  // A resent acquire is harmless (the scripts are idempotent) but pointless.
+  autoResendUnfulfilledCommands: false,
+  // How long ioredis waits for a closed socket to confirm before destroying it
+  // (default 2 s, which keeps a process alive after close() with a node down).
+  ...({ disconnectTimeout: 100 } as RedisOptions),
+  // ioredis waits 50 ms more before each new reconnect, up to 2 s: after a long
+  // outage a node that is back again would count only seconds later. A refused
+  // connect costs next to nothing, so try at least every RECONNECT_MAX ms.
+  retryStrategy: (times: number) => Math.min(times * 50, RECONNECT_MAX),
+};
+
+/** The ioredis connection the lock client opens for a node given as a URL or an options object. */
+export function openIoredis(spec: string | RedisOptions): Redis {
+  return typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
+}
+
+/** The events this adapter maps, by the lock connection's name. */
+const EVENTS = { ready: 'ready', lost: 'close', end: 'end', error: 'error' } as const;
+
+/** A node reached through ioredis: a standalone client (corkable, scripts preloaded) or a Cluster. */
+export class IoredisConnection implements LockConnection {
+  readonly identity: string;
+  readonly isCluster: boolean;
+  readonly failsOver: boolean;
+  // The client's options hold the node's password: truly private.
+  readonly #client: Redis;
+
+  constructor(client: IoredisClientLike) {
+    this.#client = client as unknown as Redis;
+    this.isCluster = client.isCluster;
+    const { options } = this.#client;
+    // A Sentinel-managed client follows its group's master wherever it is: its
+    // host and port options are unused defaults (localhost:6379).
+    this.failsOver = !this.isCluster && Array.isArray(options.sentinels) && options.sentinels.length > 0;
+    this.identity = this.isCluster ? clusterIdentity(client) : this.failsOver ? sentinelIdentity(options) : standaloneIdentity(options);
+  }
+
+  get isReady(): boolean {
+    return this.#client.status === 'ready';
+  }
+
+  get state(): string {
+    return this.#client.status;
+  }
+
+  evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    sendScript(this.#client, script, keys, argv, done, fallbackUntil);
+  }
+
+  setNx(key: string, value: string, ttl: string, done: Done): void {
+    this.#client.set(key, value, 'PX', ttl, 'NX').then(
+      (reply) => done(undefined, reply),
+      (error: unknown) => done(error ?? new Error('SET NX failed')),
+    );
+  }
+
+  batch(): void {
+    // A Cluster writes to many sockets; only a standalone client's one socket can be corked.
+    const stream = this.isCluster ? undefined : this.#client.stream;
+    if (stream && !stream.writableCorked) {
+      stream.cork();
+      process.nextTick(() => stream.uncork());
+    }
+  }
+
+  loadScripts(scripts: readonly Script[]): Promise<void> {
+    // A Cluster's shards each load a script at its first NOSCRIPT.
+    if (this.isCluster) return Promise.resolve();
+    this.batch();
+    return Promise.all(scripts.map((script) => this.#client.script('LOAD', script.lua))).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  scanners(): readonly ScanStep[] {
+    // The testing module's in-memory node is shaped like a standalone client, SCAN included.
+    const servers: Redis[] = this.isCluster ? (this.#client as unknown as Cluster).nodes('master') : [this.#client];
+    return servers.map((server) => (cursor, match, count) => server.scan(cursor, 'MATCH', match, 'COUNT', count));
+  }
+
+  info(): Promise<string> {
+    return this.#client.info('server');
+  }
+
+  ping(): Promise<string> {
+    return this.#client.ping();
+  }
+
+  on(event: 'ready' | 'lost' | 'end' | 'error', listener: (error?: any) => void): () => void {
+    // A Cluster's 'close' is the whole client's; its commands are retried on other connections.
+    if (event === 'lost' && this.isCluster) return () => undefined;
+    const name = EVENTS[event];
+    this.#client.on(name, listener);
+    return () => void this.#client.off(name, listener);
+  }
+
+  subscribe(channel: string, onMessage: (message: string) => void): Subscription {
+    const subscriber = this.isCluster
+      ? (this.#client as unknown as Cluster).duplicate()
+      : this.#client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+    subscriber.on('error', () => undefined); // the lock connection reports node errors
+    subscriber.on('message', (_channel: string, message: string) => onMessage(message));
+    return {
+      confirmed: subscriber.subscribe(channel).then(
+        () => undefined,
+        () => undefined,
+      ),
+      close: () => subscriber.disconnect(),
+    };
+  }
+
+  connect(): void {
+    if (this.#client.status === 'wait') this.#client.connect().catch(() => undefined);
+  }
+
+  quit(): Promise<boolean> {
+    const quit = this.#client.quit().then(
+      () => true,
+      () => false,
+    );
+    // ioredis's quit() leaves a Sentinel client's failover detector (option
+    // failoverDetector) subscribed on every sentinel, reconnecting forever;
+    // only disconnect() stops it.
+    return this.failsOver ? quit.then((quitted) => (this.#client.disconnect(), quitted)) : quit;
+  }
+
+  disconnect(): void {
+    this.#client.disconnect();
+  }
+}
+
+function standaloneIdentity({ host, port, path, db }: RedisOptions): string {
+  const where = path ? `unix:${path}` : `${hostOf(host)}:${port ?? 6379}`;
+  return `${where}/${db ?? 0}`;
+}
+
+/**
+ * `sentinel(<group>@<sentinels>)/db`: one group name may exist in several
+ * Sentinel deployments, told apart by their sentinels' addresses (sorted, so
+ * that the order they are listed in does not matter). Two specs must then list
+ * the same sentinels to be seen as one node.
+ */
+function sentinelIdentity({ name, sentinels, db }: RedisOptions): string {
+  const where = sentinels!.map(({ host, port }) => `${hostOf(host)}:${port ?? 26379}`);
+  return `sentinel(${name ?? ''}@${[...new Set(where)].sort().join(',')})/${db ?? 0}`;
+}
+
+function clusterIdentity(client: IoredisClientLike): string {
+  const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map((n) =>
+    typeof n === 'string' ? n : `${hostOf((n as { host?: string }).host)}:${(n as { port?: number }).port ?? 6379}`,
+  );
+  return `cluster(${seeds.sort().join(',')})`;
+}

@@ -1,0 +1,251 @@
+import type { AcquireReply } from './acquire-contract.js';
+import { defineScript, tuple } from './script.js';
+
+// The scripts of permits: semaphores (`limit: n`) and read-write locks (`mode`).
+// Beside scripts.ts rather than in it: that file holds the mutex's Lua and is at
+// its size limit; NODE_SCRIPTS there loads these too.
+//
+// One resource's holders live in a sorted set at its lock key (member: the
+// holder's secret value, score: when the permit expires, on this node's clock),
+// so that a mutex's SET NX / GET on that key fails with WRONGTYPE and a permit's
+// ZSET command on a mutex's string fails the same way: the two cannot be mixed
+// in silence. Beside it, `kind:<resource>` says how it is used ('3': limit 3;
+// 'rw': read-write), for as long as the set lives. A member or waiter id ending
+// in ':w' is a writer: it weighs the whole limit (1e9 for 'rw'); every other one
+// weighs 1. So one rule serves both: admitted when the holders' weight, the
+// weight of the fresh waiters queued ahead, and its own fit in the limit.
+//
+// The Lua helpers below are pasted at the head of each script that needs them
+// (a script cannot call another).
+const HELPERS = `
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function limitOf(kind)
+  return tonumber(kind) or 1e9
+end
+local function weight(member, limit)
+  if string.sub(member, -2) == ':w' then return limit end
+  return 1
+end
+-- The weight of the live holders (expired ones are dropped first).
+local function heldWeight(key, now, limit)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
+  local used = 0
+  for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do used = used + weight(m, limit) end
+  return used
+end
+-- The set and its kind live as long as the longest permit.
+local function keepFor(key, kindKey, kind, now)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+  if not last then return end
+  local ms = math.max(1, tonumber(last) - now)
+  redis.call('PEXPIRE', key, ms)
+  redis.call('SET', kindKey, kind, 'PX', ms)
+end
+`;
+
+/** The wake walk: in queue order, each fresh waiter that now fits is woken (stale ones are left to ACQUIRE). */
+const WAKE = `
+local function wake(q, d, now, used, limit, prefix, skip)
+  local ahead = 0
+  for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
+    if tonumber(redis.call('HGET', d, id) or '0') >= now then
+      ahead = ahead + weight(id, limit)
+      if used + ahead > limit then return end
+      if id ~= skip then redis.call('PUBLISH', prefix .. string.match(id, '^[^.]*'), id) end
+    end
+  end
+end
+`;
+
+/** How a permit is held: `kind` '<n>' (a semaphore of limit n) or 'rw'; `member` is the value, with ':w' for a writer. */
+export interface PermitAcquireArgs {
+  readonly member: string;
+  readonly ttl: number;
+  readonly kind: string;
+  /** As ACQUIRE's: absent, fair waiting off; `join` absent, fair without queueing. */
+  readonly fair?: { readonly join?: { readonly waiter: string; readonly since: number; readonly entryTtl: number } };
+  readonly fencing?: { readonly retention: number; readonly floor: number };
+}
+
+/**
+ * Take a permit of one resource, fairly.
+ * KEYS: holders (the lock key), kind; then the fence counter (fencing on); then
+ * the queue and its deadlines (fair waiting on).
+ * ARGV: member, ttl ms, kind, queue spec (as ACQUIRE's: '' off, '-' fair without
+ * joining, else 'waiter since entry-ttl'); then, fencing on, retention ms and floor.
+ * Returns {1, token} when taken, {0, -1} when refused (the caller queued, if it
+ * joins); an error reply 'WRONGKIND <kind>' when the resource is held with
+ * another kind (another limit, or read-write against a semaphore).
+ */
+export const PERMIT_ACQUIRE = defineScript(
+  'permit-acquire',
+  `${HELPERS}
+local key, kindKey = KEYS[1], KEYS[2]
+local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local q, d = KEYS[3], KEYS[4]
+if retention then q, d = KEYS[4], KEYS[5] end
+local fair = spec ~= ''
+local now = clock()
+local limit = limitOf(kind)
+-- On a mutex's string key this raises WRONGTYPE: the client reports the mix.
+local used = heldWeight(key, now, limit)
+local current = redis.call('GET', kindKey)
+if current and current ~= kind and used > 0 then return redis.error_reply('WRONGKIND ' .. current) end
+-- Held already by this value (a resent command, or an attempt whose undo was
+-- lost): the same answer again, the permit's expiry set anew.
+local mine = redis.call('ZSCORE', key, member)
+local w = weight(member, limit)
+local admitted = mine or used + w <= limit
+local waiter, since, entryTtl
+if fair and spec ~= '-' then waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$') end
+-- Free permits go to the fresh waiters in queue order: this caller only after
+-- those ahead of it (all of them, when it is not queued).
+if fair and admitted and not mine then
+  local ahead = 0
+  for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
+    if id == waiter then break end
+    if tonumber(redis.call('HGET', d, id) or '0') >= now then
+      ahead = ahead + weight(id, limit)
+      if used + ahead + w > limit then
+        admitted = false
+        break
+      end
+    else
+      redis.call('ZREM', q, id)
+      redis.call('HDEL', d, id)
+    end
+  end
+end
+if not admitted then
+  if waiter then
+    -- As ACQUIRE: ordered by the client's clock, within a second of this node's.
+    local at = tonumber(since)
+    if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
+    redis.call('ZADD', q, 'NX', since, waiter)
+    redis.call('HSET', d, waiter, now + tonumber(entryTtl))
+    redis.call('PEXPIRE', q, entryTtl)
+    redis.call('PEXPIRE', d, entryTtl)
+  end
+  return {0, -1}
+end
+-- A holder leaves the queue at once: queued, it would count twice against the limit.
+if waiter then
+  redis.call('ZREM', q, waiter)
+  redis.call('HDEL', d, waiter)
+end
+redis.call('ZADD', key, now + ttl, member)
+keepFor(key, kindKey, kind, now)
+if not retention then return {1, 0} end
+local fence = KEYS[3]
+if mine then return {1, tonumber(redis.call('GET', fence) or '0')} end
+-- Fencing as ACQUIRE: above the counter and at least the client's clock in µs.
+local token = tonumber(ARGV[6])
+local c = tonumber(redis.call('SET', fence, ARGV[6], 'PX', retention, 'GET') or '')
+if c and c >= token then
+  token = c + 1
+  redis.call('SET', fence, string.format('%.0f', token), 'PX', retention)
+end
+return {1, token}
+`,
+  {
+    argv: ({ member, ttl, kind, fair, fencing }: PermitAcquireArgs) => {
+      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl}` : '-';
+      const argv = [member, String(ttl), kind, spec];
+      if (fencing) argv.push(String(fencing.retention), String(fencing.floor));
+      return argv;
+    },
+    decode: (reply): AcquireReply => {
+      const [taken, value] = tuple(reply, 2);
+      return { taken: taken === 1, value: value as number };
+    },
+  },
+);
+
+/**
+ * Fencing write-back of a permit (phase 2, as CONFIRM_TOKEN): raise the counter
+ * to the token only while this node still has the permit.
+ * KEYS: holders, fence counter. ARGV: member, token, retention ms. Returns 1 when held.
+ */
+export const PERMIT_CONFIRM = defineScript(
+  'permit-confirm',
+  `${HELPERS}
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s or tonumber(s) < clock() then return 0 end
+if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+`,
+  {
+    argv: (args: { member: string; token: number; retention: number }) => [args.member, String(args.token), String(args.retention)],
+    decode: (reply) => reply === 1,
+  },
+);
+
+/**
+ * Extend a permit that is still there (an expired one is never re-created).
+ * KEYS: holders, kind. ARGV: member, ttl ms, kind. Returns 1 when extended, 0 when gone.
+ */
+export const PERMIT_EXTEND = defineScript(
+  'permit-extend',
+  `${HELPERS}
+local now = clock()
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s or tonumber(s) < now then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+keepFor(KEYS[1], KEYS[2], ARGV[3], now)
+return 1
+`,
+  {
+    argv: (args: { member: string; ttl: number; kind: string }) => [args.member, String(args.ttl), args.kind],
+    decode: (reply) => reply === 1,
+  },
+);
+
+export interface PermitReleaseArgs {
+  /** The permit to give back; '' for none (a waiter leaving the queue). */
+  readonly member: string;
+  readonly kind: string;
+  /**
+   * With fair waiting on: the wake channel prefix; the waiter id leaving the
+   * queue ('' none); the waiter not to wake (an undo's own, '' none).
+   */
+  readonly fair?: { readonly wakePrefix: string; readonly leaving: string; readonly skip: string };
+}
+
+/**
+ * Give a permit back and/or leave the queue; then wake, in queue order, every
+ * fresh waiter that now fits (the woken attempt is what takes the permit, so a
+ * waiter woken twice costs one extra attempt, never a second permit).
+ * KEYS: holders; then, fair waiting on, the queue and its deadlines.
+ * ARGV: member, kind; then, fair waiting on, wake prefix, leaving waiter, skipped waiter.
+ * Returns how many permits were removed (0 or 1).
+ */
+export const PERMIT_RELEASE = defineScript(
+  'permit-release',
+  `${HELPERS}${WAKE}
+local removed = 0
+if ARGV[1] ~= '' then removed = redis.call('ZREM', KEYS[1], ARGV[1]) end
+if #ARGV < 3 then return removed end
+local q, d = KEYS[2], KEYS[3]
+local left = 0
+if ARGV[4] ~= '' then
+  left = redis.call('ZREM', q, ARGV[4])
+  redis.call('HDEL', d, ARGV[4])
+end
+if removed == 0 and left == 0 then return 0 end
+local now = clock()
+local limit = limitOf(ARGV[2])
+wake(q, d, now, heldWeight(KEYS[1], now, limit), limit, ARGV[3], ARGV[5])
+return removed
+`,
+  {
+    argv: ({ member, kind, fair }: PermitReleaseArgs) => (fair ? [member, kind, fair.wakePrefix, fair.leaving, fair.skip] : [member, kind]),
+    decode: (reply) => Number(reply),
+  },
+);
+
+export const PERMIT_SCRIPTS = [PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE] as const;

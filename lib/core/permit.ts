@@ -1,0 +1,86 @@
+import type { KeyLayout } from './keys.js';
+import { permitQuorumOf, quorumOf } from './quorum.js';
+import type { AcquireOptions } from './options.js';
+import { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE, type PermitAcquireArgs } from './permit-scripts.js';
+import type { Call } from './script.js';
+
+/** What a call asked for beyond a mutex: a semaphore's permit, or a read or write permit of a read-write lock. */
+export interface PermitKind {
+  /** As stored on the nodes: the limit ('3'), or 'rw'. */
+  readonly kind: string;
+  /** A writer weighs the whole limit: its value and waiter id end in ':w'. */
+  readonly writer: boolean;
+}
+
+/** The permit kind of a call's options (checked already); undefined: a mutex. */
+export function permitOf(options: AcquireOptions): PermitKind | undefined {
+  if (options.limit !== undefined) return { kind: String(options.limit), writer: false };
+  if (options.mode !== undefined) return { kind: 'rw', writer: options.mode === 'write' };
+  return undefined;
+}
+
+/** A kind in words, for errors: 'mutex', 'semaphore (limit 3)', 'read-write lock'. */
+export function describeKind(kind: string | undefined): string {
+  if (kind === undefined) return 'mutex';
+  return kind === 'rw' ? 'read-write lock' : `semaphore (limit ${kind})`;
+}
+
+/** What a node's error says of the resource's kind, if it is a kind mismatch (see PERMIT_ACQUIRE). */
+export function mismatchIn(error: string | undefined, asked: string | undefined): string | undefined {
+  if (!error) return undefined;
+  const other = /WRONGKIND (\S+)/.exec(error);
+  if (other) return describeKind(other[1]);
+  if (!error.includes('WRONGTYPE')) return undefined;
+  // A mutex meets a permits' set, or a permit meets a mutex's string.
+  return asked === undefined ? 'semaphore or read-write lock' : 'mutex';
+}
+
+/** Every call one permit makes, with its keys, built once per acquire. */
+export interface PermitCalls {
+  readonly acquire: (args: Omit<PermitAcquireArgs, 'member' | 'kind'>) => Call<{ taken: boolean; value: number }>;
+  readonly confirm: (token: number, retention: number) => Call<boolean>;
+  readonly extend: (ttl: number) => Call<boolean>;
+  /** `leaving`: this holder's waiter id if it may still be queued somewhere; `skip`: an undo's own waiter. */
+  readonly release: (opts: { member: boolean; leaving: string; skip: string }) => Call<number>;
+  /** Votes the permit needs (see `permitQuorumOf`). */
+  readonly quorum: number;
+  /** The keys: holders (the lock key), then queue and deadlines with fair waiting. */
+  readonly locks: readonly string[];
+  readonly queues: readonly string[];
+}
+
+/**
+ * The calls of one permit of `resource`. The holder's member is its secret
+ * value (with ':w' for a writer): kept in these closures, never in the lock's
+ * public fields.
+ */
+export function permitCalls(
+  layout: KeyLayout,
+  resource: string,
+  permit: PermitKind,
+  value: string,
+  options: { fencing: boolean; fair: boolean; wakePrefix: string; nodes: number },
+): PermitCalls {
+  const { kind } = permit;
+  const member = permit.writer ? `${value}:w` : value;
+  const holders = layout.lock(resource);
+  const kindKey = layout.kind(resource);
+  const fence = layout.fence(resource);
+  const queues = options.fair ? [layout.queue(resource), layout.queueDeadlines(resource)] : [];
+  const acquireKeys = [holders, kindKey, ...(options.fencing ? [fence] : []), ...queues];
+  const releaseKeys = [holders, ...queues];
+  return {
+    acquire: (args) => PERMIT_ACQUIRE.call(acquireKeys, { ...args, member, kind }),
+    confirm: (token, retention) => PERMIT_CONFIRM.call([holders, fence], { member, token, retention }),
+    extend: (ttl) => PERMIT_EXTEND.call([holders, kindKey], { member, ttl, kind }),
+    release: ({ member: giveBack, leaving, skip }) =>
+      PERMIT_RELEASE.call(releaseKeys, {
+        member: giveBack ? member : '',
+        kind,
+        fair: options.fair ? { wakePrefix: options.wakePrefix, leaving, skip } : undefined,
+      }),
+    quorum: kind === 'rw' ? quorumOf(options.nodes) : permitQuorumOf(options.nodes, Number(kind)),
+    locks: [holders],
+    queues,
+  };
+}

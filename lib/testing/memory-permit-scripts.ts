@@ -1,0 +1,145 @@
+import type { Ops } from './memory-data.js';
+
+// The permit scripts (lib/core/permit-scripts.ts) as JavaScript, step by step,
+// for MemoryRedisNode: KEYS[i] of the Lua is keys[i - 1] here.
+
+type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
+
+const limitOf = (kind: string): number => {
+  const n = Number(kind);
+  return kind.trim() !== '' && !Number.isNaN(n) ? n : 1e9;
+};
+
+const weight = (member: string, limit: number): number => (member.endsWith(':w') ? limit : 1);
+
+/** The weight of the live holders; expired ones are dropped first. */
+function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
+  ops.zremBelow(key, now);
+  return ops.zmembers(key).reduce((used, m) => used + weight(m, limit), 0);
+}
+
+function keepFor(ops: Ops, key: string, kindKey: string, kind: string, now: number): void {
+  const last = ops.zmaxScore(key);
+  if (last === undefined) return;
+  const ms = String(Math.max(1, last - now));
+  ops.pexpire(key, ms);
+  ops.set(kindKey, kind, ms);
+}
+
+const fresh = (ops: Ops, d: string, id: string, now: number) => Number(ops.hget(d, id) ?? '0') >= now;
+
+function wake(ops: Ops, q: string, d: string, now: number, used: number, limit: number, prefix: string, skip: string): void {
+  let ahead = 0;
+  for (const id of ops.zmembers(q)) {
+    if (!fresh(ops, d, id, now)) continue;
+    ahead += weight(id, limit);
+    if (used + ahead > limit) return;
+    if (id !== skip) ops.publish(prefix + id.split('.')[0], id);
+  }
+}
+
+/** Whether the free permits reach this caller after the fresh waiters ahead of it (stale ones are dropped on the way). */
+function fitsAfterQueue(ops: Ops, q: string, d: string, waiter: string | undefined, now: number, room: number, limit: number): boolean {
+  let ahead = 0;
+  for (const id of ops.zmembers(q)) {
+    if (id === waiter) break;
+    if (fresh(ops, d, id, now)) {
+      ahead += weight(id, limit);
+      if (ahead > room) return false;
+    } else {
+      ops.zrem(q, id);
+      ops.hdel(d, id);
+    }
+  }
+  return true;
+}
+
+function joinQueue(ops: Ops, q: string, d: string, spec: string[], now: number): void {
+  const [waiter, since, entryTtl] = spec as [string, string, string];
+  const at = Number(since);
+  const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : since;
+  ops.zaddNx(q, position, waiter);
+  ops.hset(d, waiter, String(now + Number(entryTtl)));
+  ops.pexpire(q, entryTtl);
+  ops.pexpire(d, entryTtl);
+}
+
+function fenceToken(ops: Ops, fence: string, retention: string, floorText: string, mine: boolean): number {
+  if (mine) return Number(ops.get(fence) ?? '0');
+  const c = ops.get(fence);
+  ops.set(fence, floorText, retention);
+  let token = Number(floorText);
+  if (c !== null && Number(c) >= token) {
+    token = Number(c) + 1;
+    ops.set(fence, token.toFixed(0), retention);
+  }
+  return token;
+}
+
+const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
+  const [key, kindKey] = KEYS as [string, string];
+  const [member, ttl, kind, spec, retention, floor] = ARGV as [string, string, string, string, string?, string?];
+  const [q, d] = retention !== undefined ? [KEYS[3]!, KEYS[4]!] : [KEYS[2]!, KEYS[3]!];
+  const fair = spec !== '';
+  const now = ops.clockMs();
+  const limit = limitOf(kind);
+  const used = heldWeight(ops, key, now, limit);
+  const current = ops.get(kindKey);
+  if (current !== null && current !== kind && used > 0) throw new Error(`WRONGKIND ${current}`);
+  const mine = ops.zscore(key, member) !== undefined;
+  const w = weight(member, limit);
+  const parts = fair && spec !== '-' ? spec.split(' ') : undefined;
+  let admitted = mine || used + w <= limit;
+  if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, q, d, parts?.[0], now, limit - used - w, limit);
+  if (!admitted) {
+    if (parts) joinQueue(ops, q, d, parts, now);
+    return [0, -1];
+  }
+  if (parts) {
+    ops.zrem(q, parts[0]!);
+    ops.hdel(d, parts[0]!);
+  }
+  ops.zadd(key, now + Number(ttl), member);
+  keepFor(ops, key, kindKey, kind, now);
+  if (retention === undefined) return [1, 0];
+  return [1, fenceToken(ops, KEYS[2]!, retention, floor!, mine)];
+};
+
+// On a string key, Ops' sorted-set commands throw WRONGTYPE, as Redis's do.
+const held = (ops: Ops, key: string, member: string, now: number): boolean => {
+  const score = ops.zscore(key, member);
+  return score !== undefined && score >= now;
+};
+
+const permitConfirm: Implementation = (ops, KEYS, ARGV) => {
+  if (!held(ops, KEYS[0]!, ARGV[0]!, ops.clockMs())) return 0;
+  if (Number(ops.get(KEYS[1]!) ?? '0') < Number(ARGV[1])) ops.set(KEYS[1]!, ARGV[1]!, ARGV[2]!);
+  return 1;
+};
+
+const permitExtend: Implementation = (ops, KEYS, ARGV) => {
+  const now = ops.clockMs();
+  if (!held(ops, KEYS[0]!, ARGV[0]!, now)) return 0;
+  ops.zadd(KEYS[0]!, now + Number(ARGV[1]), ARGV[0]!, true);
+  keepFor(ops, KEYS[0]!, KEYS[1]!, ARGV[2]!, now);
+  return 1;
+};
+
+const permitRelease: Implementation = (ops, KEYS, ARGV) => {
+  const removed = ARGV[0] !== '' ? ops.zrem(KEYS[0]!, ARGV[0]!) : 0;
+  if (ARGV.length < 3) return removed;
+  const [q, d] = [KEYS[1]!, KEYS[2]!];
+  let left = 0;
+  if (ARGV[3] !== '') {
+    left = ops.zrem(q, ARGV[3]!);
+    ops.hdel(d, ARGV[3]!);
+  }
+  if (removed === 0 && left === 0) return 0;
+  const now = ops.clockMs();
+  const limit = limitOf(ARGV[1]!);
+  wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[2]!, ARGV[4]!);
+  return removed;
+};
+
+/** The twins by script name (memory-scripts.ts registers them beside the mutex's). */
+export const PERMIT_IMPLEMENTATIONS = { permitAcquire, permitConfirm, permitExtend, permitRelease } as const;

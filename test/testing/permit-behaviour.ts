@@ -1,0 +1,243 @@
+/**
+ * The behaviour of semaphores (`limit`) and read-write locks (`mode`), written
+ * once and run against real redis-server nodes (real.e2e-spec.ts) and the
+ * testing module's in-memory nodes (memory.spec.ts), like lock-behaviour.ts.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  InvalidArgumentError,
+  LockKindMismatchError,
+  Redlock,
+  ResourceBusyError,
+  type AcquireOptions,
+  type Lock,
+  type NodeSpec,
+  type RedlockOptions,
+} from '../../lib/index.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import type { LockBackend } from './lock-behaviour.js';
+
+export function describePermitBehaviour(name: string, makeBackend: () => Promise<LockBackend>): void {
+  describe(`semaphore and read-write lock behaviour: ${name}`, () => {
+    let backend: LockBackend;
+    const clients: Redlock[] = [];
+
+    const client = (options: Partial<RedlockOptions> = {}): Redlock => {
+      const redlock = new Redlock({
+        nodes: backend.nodes as NodeSpec[],
+        retryDelay: 10,
+        retryJitter: 10,
+        nodeTimeout: TEST_NODE_TIMEOUT,
+        ...options,
+      });
+      clients.push(redlock);
+      return redlock;
+    };
+
+    /** Whether a permit is refused now (one taken is given back before it answers). */
+    const refusedNow = (redlock: Redlock, resource: string, options: AcquireOptions) =>
+      redlock.acquire(resource, 5000, { ...options, retryCount: 0 }).then(
+        async (lock) => {
+          await lock.release();
+          return false;
+        },
+        (error: unknown) => {
+          if (error instanceof ResourceBusyError) return true;
+          throw error;
+        },
+      );
+
+    beforeAll(async () => {
+      backend = await makeBackend();
+    });
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await backend.flush();
+    });
+    afterAll(async () => {
+      await backend?.stop();
+    });
+
+    it('admits at most `limit` holders at once, from several clients, and serves every caller', async () => {
+      const users = [0, 1, 2].map(() => client({ retryCount: 10_000, retryDelay: 5, retryJitter: 10 }));
+      let inside = 0;
+      let most = 0;
+      let done = 0;
+      await Promise.all(
+        Array.from({ length: 24 }, (_, i) =>
+          users[i % 3]!.using(
+            'pool',
+            2000,
+            async () => {
+              most = Math.max(most, ++inside);
+              await sleep(5);
+              inside--;
+              done++;
+            },
+            { limit: 3 },
+          ),
+        ),
+      );
+      expect(done).toBe(24);
+      expect(most).toBeLessThanOrEqual(3);
+      expect(most).toBeGreaterThanOrEqual(2); // it is a semaphore, not a mutex
+    });
+
+    it('refuses the permit past the limit, and wakes a waiter on release long before its 5 s retry delay', async () => {
+      const holder = client();
+      const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = [await holder.acquire('two', 10_000, { limit: 2 }), await holder.acquire('two', 10_000, { limit: 2 })];
+      expect(await refusedNow(client(), 'two', { limit: 2 })).toBe(true);
+      const waiting = waiter.acquire('two', 10_000, { limit: 2 });
+      // Its first attempt and the look-again after its subscription, both refused.
+      await sleep(150);
+      const released = performance.now();
+      await held[0]!.release();
+      const lock = await waiting;
+      expect(performance.now() - released).toBeLessThan(200);
+      expect(lock.attempts).toBeGreaterThanOrEqual(2);
+      expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(true);
+      await Promise.all([lock.release(), held[1]!.release()]);
+      expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(false);
+    });
+
+    it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {
+      const holder = client();
+      const first = client({ retryDelay: 5000, retryJitter: 0 });
+      const second = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('ordered', 10_000, { limit: 1 });
+      const order: string[] = [];
+      const firstWaits = first.acquire('ordered', 10_000, { limit: 1 }).then((l) => (order.push('first'), l));
+      await sleep(100);
+      const secondWaits = second.acquire('ordered', 10_000, { limit: 1 }).then((l) => (order.push('second'), l));
+      await sleep(100);
+      await held.release();
+      // The releaser comes straight back: both waiters are ahead of it.
+      expect(await refusedNow(holder, 'ordered', { limit: 1 })).toBe(true);
+      const a = await firstWaits;
+      expect(order).toEqual(['first']);
+      await a.release();
+      const b = await secondWaits;
+      expect(order).toEqual(['first', 'second']);
+      await b.release();
+    });
+
+    it('a waiter that gives up leaves nothing behind: the next caller gets the freed permit at once', async () => {
+      const holder = client();
+      const quitter = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('quit', 10_000, { limit: 1 });
+      const controller = new AbortController();
+      const quitting = quitter.acquire('quit', 10_000, { limit: 1, signal: controller.signal }).catch((e: unknown) => e);
+      await sleep(100);
+      controller.abort();
+      expect(await quitting).toMatchObject({ code: 'ABORTED' });
+      await held.release();
+      // Queued still, the quitter would keep the permit reserved for its entry's life (seconds here).
+      await sleep(50);
+      expect(await refusedNow(client(), 'quit', { limit: 1 })).toBe(false);
+    });
+
+    it('gives fencing tokens that increase across permits taken one after another, and frees an expired permit', async () => {
+      const a = client();
+      const b = client({ retryCount: 1000, retryDelay: 20, retryJitter: 0 });
+      const first = await a.acquire('fenced-pool', 10_000, { limit: 2 });
+      const second = await b.acquire('fenced-pool', 10_000, { limit: 2 });
+      expect(second.fencingToken!).toBeGreaterThan(first.fencingToken!);
+      await second.release();
+      const expiring: Lock = await a.acquire('fenced-pool', 200, { limit: 2 });
+      expect(expiring.fencingToken!).toBeGreaterThan(second.fencingToken!);
+      expect(await refusedNow(b, 'fenced-pool', { limit: 2 })).toBe(true);
+      const lost = new Promise<unknown>((resolve) => expiring.signal.addEventListener('abort', () => resolve(expiring.signal.reason)));
+      expect(await lost).toMatchObject({ code: 'LOCK_LOST', reason: 'expired' });
+      const next = await b.acquire('fenced-pool', 10_000, { limit: 2 });
+      expect(next.fencingToken!).toBeGreaterThan(expiring.fencingToken!);
+      await Promise.all([first.release(), next.release()]);
+    });
+
+    it('keeps a permit extended through using() for three ttls, and gives it back after', async () => {
+      const a = client();
+      const b = client();
+      const result = await a.using(
+        'long',
+        400,
+        async (lock) => {
+          await sleep(1200);
+          return { held: lock.isHeld, extensions: lock.extensions, refused: await refusedNow(b, 'long', { limit: 1 }) };
+        },
+        { limit: 1 },
+      );
+      expect(result).toMatchObject({ held: true, refused: true });
+      expect(result.extensions).toBeGreaterThanOrEqual(2);
+      expect(await refusedNow(b, 'long', { limit: 1 })).toBe(false);
+    });
+
+    it('refuses to mix kinds on one resource with LockKindMismatchError (LOCK_KIND_MISMATCH), leaving the holder alone', async () => {
+      const a = client();
+      const permit = await a.acquire('mixed', 10_000, { limit: 2 });
+      for (const options of [{}, { limit: 3 }, { mode: 'read' as const }, { mode: 'write' as const }]) {
+        const error = await client()
+          .acquire('mixed', 10_000, { ...options, retryCount: 2 })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockKindMismatchError);
+        // A mutex's script meets a sorted set, and cannot tell which limit it has.
+        const found = 'limit' in options || 'mode' in options ? 'semaphore (limit 2)' : 'semaphore or read-write lock';
+        expect(error).toMatchObject({ code: 'LOCK_KIND_MISMATCH', resources: ['mixed'], found });
+      }
+      const mutex = await a.acquire('mutex', 10_000);
+      const error = await client()
+        .acquire('mutex', 10_000, { limit: 2, retryCount: 2 })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'LOCK_KIND_MISMATCH', requested: 'semaphore (limit 2)', found: 'mutex' });
+      await permit.extend(10_000);
+      await mutex.extend(10_000);
+      await Promise.all([permit.release(), mutex.release()]);
+      // Once the holders are gone, the resource can be used as another kind.
+      await (await a.acquire('mixed', 10_000)).release();
+    });
+
+    it('read-write: readers share, a writer excludes readers and writers', async () => {
+      const a = client();
+      const b = client();
+      const readers = [await a.acquire('doc', 10_000, { mode: 'read' }), await b.acquire('doc', 10_000, { mode: 'read' })];
+      expect(await refusedNow(a, 'doc', { mode: 'write' })).toBe(true);
+      await Promise.all(readers.map((r) => r.release()));
+      const writer = await a.acquire('doc', 10_000, { mode: 'write' });
+      expect(await refusedNow(b, 'doc', { mode: 'read' })).toBe(true);
+      expect(await refusedNow(b, 'doc', { mode: 'write' })).toBe(true);
+      await writer.release();
+      expect(await refusedNow(b, 'doc', { mode: 'read' })).toBe(false);
+    });
+
+    it('read-write: a waiting writer is not starved: readers that come after it wait behind it', async () => {
+      const reader = client();
+      const writerClient = client({ retryDelay: 5000, retryJitter: 0 });
+      const lateReader = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await reader.acquire('catalog', 10_000, { mode: 'read' });
+      const order: string[] = [];
+      const writing = writerClient.acquire('catalog', 10_000, { mode: 'write' }).then((l) => (order.push('writer'), l));
+      await sleep(100);
+      // A reader now would share with the reader that holds, but the writer queued first.
+      expect(await refusedNow(client(), 'catalog', { mode: 'read' })).toBe(true);
+      const reading = lateReader.acquire('catalog', 10_000, { mode: 'read' }).then((l) => (order.push('reader'), l));
+      await sleep(100);
+      await held.release();
+      const writer = await writing;
+      expect(order).toEqual(['writer']);
+      await writer.release();
+      const next = await reading;
+      expect(order).toEqual(['writer', 'reader']);
+      expect(next.fencingToken!).toBeGreaterThan(writer.fencingToken!);
+      expect(writer.fencingToken!).toBeGreaterThan(held.fencingToken!);
+      await next.release();
+    });
+
+    it('checks limit and mode at the boundary', async () => {
+      const a = client();
+      for (const options of [{ limit: 0 }, { limit: 1.5 }, { mode: 'exclusive' }, { limit: 2, mode: 'read' }]) {
+        await expect(a.acquire('bad', 1000, options as AcquireOptions)).rejects.toBeInstanceOf(InvalidArgumentError);
+      }
+      await expect(a.acquire(['x', 'y'], 1000, { limit: 2 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    });
+  });
+}
