@@ -4,6 +4,7 @@ import { LockService } from './lock.service.js';
 
 type OtelApi = typeof import('@opentelemetry/api');
 type ObservableResult = import('@opentelemetry/api').ObservableResult;
+type Meter = import('@opentelemetry/api').Meter;
 
 /**
  * Metrics and spans through `@opentelemetry/api` when the application has it
@@ -40,22 +41,8 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
     const lost = meter.createCounter('redlock.lost');
     const nodeErrors = meter.createCounter('redlock.node.errors');
     const nodeRestarts = meter.createCounter('redlock.node.restarts');
-    const { attribution, client } = this.locks;
-    const held = meter.createObservableGauge('redlock.locks.held', { description: 'Locks this process holds now' });
-    const waiters = meter.createObservableGauge('redlock.waiters', {
-      description: 'Acquire calls of this process waiting for a busy resource',
-    });
-    const observeHeld = (result: ObservableResult) => {
-      for (const [method, n] of attribution.heldByMethod(client.stats.held)) result.observe(n, method === undefined ? {} : { method });
-    };
-    const observeWaiters = (result: ObservableResult) => result.observe(client.stats.waiting);
-    held.addCallback(observeHeld);
-    waiters.addCallback(observeWaiters);
-    // The meter outlives this module (a global provider): its callbacks must not read a closed client.
-    this.stopGauges = () => {
-      held.removeCallback(observeHeld);
-      waiters.removeCallback(observeWaiters);
-    };
+    const { attribution } = this.locks;
+    this.stopGauges = this.observeGauges(meter);
 
     type Attempted = { at: number; elapsed: number; attempts: number; resources: readonly string[] };
     const span = (event: Attempted, outcome: string, error?: string) => {
@@ -96,6 +83,26 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
           return nodeRestarts.add(1, { node: event.node });
       }
     });
+  }
+
+  /** The gauges, read at each collection; returns what removes their callbacks. */
+  private observeGauges(meter: Meter): () => void {
+    const { attribution, client } = this.locks;
+    const held = meter.createObservableGauge('redlock.locks.held', { description: 'Locks this process holds now' });
+    const waiters = meter.createObservableGauge('redlock.waiters', {
+      description: 'Acquire calls of this process waiting for a busy resource',
+    });
+    const observeHeld = (result: ObservableResult) => {
+      for (const [method, n] of attribution.heldByMethod(client.stats.held)) result.observe(n, method === undefined ? {} : { method });
+    };
+    const observeWaiters = (result: ObservableResult) => result.observe(client.stats.waiting);
+    held.addCallback(observeHeld);
+    waiters.addCallback(observeWaiters);
+    // The meter outlives this module (a global provider): its callbacks must not read a closed client.
+    return () => {
+      held.removeCallback(observeHeld);
+      waiters.removeCallback(observeWaiters);
+    };
   }
 
   onModuleDestroy(): void {
