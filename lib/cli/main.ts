@@ -60,7 +60,9 @@ export async function main(argv: readonly string[], print: (line: string) => voi
     print(`release needs --force: it evicts whoever holds the lock, whose work may still be running.\n\n${USAGE}`);
     return 2;
   }
-  const redlock = new Redlock({ nodes: parsed.values.nodes.split(',').filter(Boolean), prefix: parsed.values.prefix, retryCount: 0 });
+  const nodes = parsed.values.nodes.split(',').filter(Boolean);
+  // An operator's command is not on a latency budget: a node busy for a moment still answers.
+  const redlock = new Redlock({ nodes, prefix: parsed.values.prefix, retryCount: 0, nodeTimeout: 1000 });
   try {
     await redlock.ready();
     return await command.run({ args, values: parsed.values, redlock, print });

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redlock, type Lock } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let redlock: Redlock;
 beforeAll(async () => {
   fleet = await startFleet(3);
-  redlock = new Redlock({ nodes: fleet.urls, retryCount: 0 });
+  redlock = new Redlock({ nodes: fleet.urls, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
 });
 afterAll(async () => {
   await redlock?.close();

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { MemoryFencedStore, Redlock, RedisFencedStore, StaleTokenError, type FencedStore } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let storeClient: Redis;
@@ -75,8 +76,8 @@ describe('fencing tokens with a fenced store', () => {
   });
 
   it('refuse the writes of a holder an operator force-released, from the moment the store saw the returned token', async () => {
-    const redlock = new Redlock({ nodes: fleet.urls.slice(0, 3) });
-    const operator = new Redlock({ nodes: fleet.urls.slice(0, 3) });
+    const redlock = new Redlock({ nodes: fleet.urls.slice(0, 3), nodeTimeout: TEST_NODE_TIMEOUT });
+    const operator = new Redlock({ nodes: fleet.urls.slice(0, 3), nodeTimeout: TEST_NODE_TIMEOUT });
     const store = new RedisFencedStore(storeClient, 'evicted:');
     try {
       const stuck = await redlock.acquire('ledger', 30_000);

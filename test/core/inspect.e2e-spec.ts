@@ -5,6 +5,7 @@ import { Redlock } from '../../lib/index.js';
 import { main } from '../../lib/cli/main.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 beforeAll(async () => {
@@ -49,7 +50,7 @@ describe('inspection', () => {
   });
 
   it('lists locks and force-releases one from the command line, finding keys with SCAN, never KEYS', async () => {
-    const holder = new Redlock({ nodes: fleet.urls, identity: { app: 'billing' } });
+    const holder = new Redlock({ nodes: fleet.urls, identity: { app: 'billing' }, nodeTimeout: TEST_NODE_TIMEOUT });
     const stats = fleet.urls.map((url) => new Redis(url));
     const nodes = ['--nodes', fleet.urls.join(',')];
     try {
