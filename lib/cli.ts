@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main } from './cli/inspect.command.js';
+import { main } from './cli/main.js';
 
 main(process.argv.slice(2), (line) => console.log(line)).then(
   (code) => process.exit(code),

@@ -55,8 +55,20 @@ export class AcquireLoop {
     this.#host = host;
   }
 
+  /** Calls now waiting for a busy resource (refused at least once, not given up yet): a gauge for operators. */
+  waiting = 0;
+
   /** Runs the plan: attempts (see `attemptAcquire`), judged, until one takes the lock or the call gives up. */
   async run(plan: AcquirePlan): Promise<Lock> {
+    const waits = { counted: false };
+    try {
+      return await this.attempts(plan, waits);
+    } finally {
+      if (waits.counted) this.waiting--;
+    }
+  }
+
+  private async attempts(plan: AcquirePlan, waits: { counted: boolean }): Promise<Lock> {
     const { notifier, closing } = this.#host;
     // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
     const set = plan.permit ? { nodes: this.#host.set.nodes, quorum: plan.permit.calls.quorum } : this.#host.set;
@@ -94,6 +106,10 @@ export class AcquireLoop {
       const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
       if (performance.now() + delay >= plan.deadline) throw fail(error);
       if (plan.waiter && !turn) turn = new Turn(notifier, plan.waiter, true);
+      if (!waits.counted) {
+        waits.counted = true;
+        this.waiting++;
+      }
       const interrupted = await this.waitTurn(plan, turn, delay);
       if (interrupted) throw fail(interrupted);
     }

@@ -52,6 +52,11 @@ export interface LockConnection {
   batch(): void;
   /** Loads the scripts on the current connection; never rejects (a NOSCRIPT fallback covers a failure). */
   loadScripts(scripts: readonly Script[]): Promise<void>;
+  /**
+   * One SCAN step per server behind this connection (a cluster's masters, in
+   * turn): the operators' listing walks each from cursor '0' until it is '0' again.
+   */
+  scanners(): readonly ScanStep[];
   /** `INFO server` (the restart guard reads the run id and uptime). */
   info(): Promise<string>;
   ping(): Promise<string>;
@@ -81,6 +86,9 @@ export interface LockConnection {
   /** Closes at once. */
   disconnect(): void;
 }
+
+/** `SCAN cursor MATCH match COUNT count` on one server: the next cursor and the keys found. */
+export type ScanStep = (cursor: string, match: string, count: number) => Promise<readonly [cursor: string, keys: readonly string[]]>;
 
 /** A subscription on a dedicated connection. */
 export interface Subscription {

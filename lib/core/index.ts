@@ -2,6 +2,8 @@ export { Redlock } from './redlock.js';
 export { Lock } from './lock.js';
 export type { HolderIdentity } from './holder.js';
 export type { ResourceInspection, NodeInspection } from './inspection.js';
+export type { ListOptions, LockListing } from './listing.js';
+export type { ForceReleaseOptions, ForceReleaseResult } from './force-release.js';
 export type { NodeHealth } from './node-health.js';
 export type { LostStream, LostObserver } from './lost-stream.js';
 export type { NodeSpec } from './clients/connection-for.js';

@@ -38,8 +38,13 @@ export interface ResourceInspection {
   readonly nodes: readonly NodeInspection[];
 }
 
+/**
+ * A holder's fingerprint: the first 12 hex digits of its value's SHA-1 (a
+ * script computes the same with `redis.sha1hex`, so a force-release can name
+ * the holder it evicts). The value is random: its fingerprint says nothing of it.
+ */
 export function fingerprint(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 12);
+  return createHash('sha1').update(value).digest('hex').slice(0, 12);
 }
 
 /** Sends INSPECT (`keys`: lock key, fence counter, queue) to every node and waits for all, at most `timeout` ms. */

@@ -88,6 +88,25 @@ export class KeyLayout {
     return this.key('queue-deadlines', resource);
   }
 
+  /**
+   * The SCAN pattern of the lock keys whose resource matches `pattern` (a Redis
+   * glob): the prefix is escaped, so that its own `*`, `?` or `[` match only themselves.
+   */
+  lockPattern(pattern: string): string {
+    const prefix = `${this.prefix}lock:`.replace(/[*?[\]\\]/g, '\\$&');
+    return this.cluster ? `${prefix}{*}:${pattern}` : `${prefix}${pattern}`;
+  }
+
+  /** The resource a lock key found by SCAN is for; `undefined` for a key of another layout. */
+  resourceOfLockKey(key: string): string | undefined {
+    const head = `${this.prefix}lock:`;
+    if (!key.startsWith(head)) return undefined;
+    if (!this.cluster) return key.slice(head.length);
+    // The tag holds no brace: the resource starts after the first '}:'.
+    const end = key.indexOf('}:', head.length);
+    return key[head.length] === '{' && end > 0 ? key.slice(end + 2) : undefined;
+  }
+
   /** Every key list the scripts of one lock take. */
   forLock(resources: readonly string[], fencing: boolean, fair: boolean): LockKeys {
     if (this.cluster && resources.length > 1) {

@@ -39,13 +39,15 @@ export function secretOf(lock: Lock): string {
 /**
  * A held lock. Its `validity` says how long mutual exclusion can be relied on;
  * its `signal` fires when the lock is lost (expired, keys gone, or extension
- * impossible). Release it in a `finally`, or use `Redlock.using`.
+ * impossible). Release it in a `finally`, with `await using`, or use `Redlock.using`.
  *
  * @example
  * const lock = await redlock.acquire('invoice:42', 5000);
  * try { await work(lock.signal, lock.fencingToken); } finally { await lock.release(); }
+ * // or, released when the block exits:
+ * await using held = await redlock.acquire('invoice:42', 5000);
  */
-export class Lock {
+export class Lock implements AsyncDisposable {
   /** Public id of this lock (random, unrelated to the secret value), for events and logs. */
   readonly id: string;
   readonly resources: readonly string[];
@@ -191,6 +193,16 @@ export class Lock {
    */
   expireAfter(ms: number): Promise<void> {
     return this.#owner.expireAfter(this, ms);
+  }
+
+  /**
+   * `await using lock = await redlock.acquire(...)`: released when the block
+   * exits, however it exits. As with `Redlock.using`, a failed release does not
+   * replace the block's own error or result (it is reported as a `released`
+   * event with fewer than a quorum confirmed; the keys expire with the ttl).
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release().catch(() => undefined);
   }
 
   /** What logs and `JSON.stringify` show: public facts, never the secret value. */

@@ -8,10 +8,12 @@ import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import type { LockEvent, LockEventListener } from './events.js';
+import { checkHolder, forceRelease, type ForceReleaseOptions, type ForceReleaseResult } from './force-release.js';
 import { HeldLocks } from './held-locks.js';
 import { encodeIdentity } from './holder.js';
 import { inspectNodes, type ResourceInspection } from './inspection.js';
 import { KeyLayout, validateResources } from './keys.js';
+import { checkListLimit, checkPattern, listLocks, type ListOptions, type LockListing } from './listing.js';
 import { Lock, secretOf } from './lock.js';
 import type { LockNode } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
@@ -154,6 +156,11 @@ export class Redlock {
    */
   ping(timeout?: number): Promise<NodeHealth[]> {
     return pingNodes(this.#nodes, timeout === undefined ? this.nodeTimeoutFor(this.options.ttl) : checkDelay(timeout, 'timeout'));
+  }
+
+  /** Locks this client holds now, and its acquire calls waiting for a busy resource (refused once, not done yet): for gauges. */
+  get stats(): { readonly held: number; readonly waiting: number } {
+    return { held: this.locks.size, waiting: this.loop.waiting };
   }
 
   /**
@@ -350,6 +357,33 @@ export class Redlock {
     const [name] = validateResources(resource);
     const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
     return inspectNodes(this.#set, name!, keys, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
+  }
+
+  /**
+   * The locks whose resource matches `pattern` (a Redis glob, e.g. `'orders:*'`),
+   * as `inspect` describes each: found with SCAN, bounded by `limit` (default
+   * 100) and a per-node budget (`truncated` says when more may match).
+   */
+  async list(pattern = '*', options: ListOptions = {}): Promise<LockListing> {
+    const [match, limit] = [checkPattern(pattern), checkListLimit(options.limit)];
+    await this.ready();
+    return listLocks(this.#set, this.layout, match, limit, this.nodeTimeoutFor(this.options.ttl));
+  }
+
+  /**
+   * For operators: evicts the holder of `resource` (only `options.holder`, a
+   * fingerprint, if given) and raises its fencing counter, so that fenced
+   * stores refuse the evicted holder once they saw the returned `fencingToken`
+   * or the next holder's; the evicted holder's next extension fails with
+   * `LockLostError` ('keys-gone'), which its automatic extension reports as lost.
+   */
+  async forceRelease(resource: string, options: ForceReleaseOptions = {}): Promise<ForceReleaseResult> {
+    const [name] = validateResources(resource);
+    const holder = checkHolder(options.holder);
+    await this.ready();
+    const { layout, wakePrefix } = this;
+    const timeout = this.nodeTimeoutFor(this.options.ttl);
+    return forceRelease({ set: this.#set, layout, wakePrefix, retention: this.options.fencingRetention, timeout }, name!, holder);
   }
 
   /**

@@ -1,9 +1,11 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
+import { FORCE_RELEASE } from './operator-scripts.js';
 import { PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
 export { runScript, sendScript, type Done, type Script, type ScriptRunner } from './script.js';
+export { FORCE_RELEASE, type ForceReleaseArgs, type ForceReleaseReply } from './operator-scripts.js';
 
 /**
  * Take every lock key, or none, respecting the wait queue.
@@ -392,4 +394,13 @@ return 1
  * ready: EVALSHA then never meets NOSCRIPT in normal operation, whose EVAL
  * fallback would be sent after commands queued behind the failed EVALSHA.
  */
-export const NODE_SCRIPTS: readonly Script[] = [ACQUIRE, CONFIRM_TOKEN, EXTEND, RELEASE, LEAVE_QUEUE, INSPECT, ...PERMIT_SCRIPTS];
+export const NODE_SCRIPTS: readonly Script[] = [
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  RELEASE,
+  LEAVE_QUEUE,
+  INSPECT,
+  FORCE_RELEASE,
+  ...PERMIT_SCRIPTS,
+];

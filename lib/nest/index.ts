@@ -7,6 +7,8 @@ export { Unlocked } from './unlocked.decorator.js';
 export { LockGraphQLError } from './lock-graphql.error.js';
 export type { QueueJob } from './queue-job.js';
 export { LockService } from './lock.service.js';
+export { assertLocked } from './assert-locked.js';
+export { NotLockedError } from './not-locked.error.js';
 export { Locked } from './locked.decorator.js';
 export type { LockedOptions, LockedMetadata } from './locked.metadata.js';
 export { LockedInterceptor } from './locked.interceptor.js';

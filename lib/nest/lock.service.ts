@@ -7,11 +7,16 @@ import {
   type Lock,
   type AcquireOptions,
   type ResourceInspection,
+  type ListOptions,
+  type LockListing,
+  type ForceReleaseOptions,
+  type ForceReleaseResult,
   Redlock,
 } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
 import { heldInScope, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
+import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
 import { runLocked } from './locked.runner.js';
 import { redlockLogger } from './redlock.logger.js';
@@ -36,6 +41,8 @@ export class LockService {
   private readonly subject = new Subject<RedlockEvent>();
   private readonly unsubscribe: () => void;
   private readonly logger: ReturnType<typeof redlockLogger>;
+  /** @internal Which `@Locked` method an event is about (for bounded metric attributes). */
+  readonly attribution = new MethodAttribution();
   /** Locks left to expire after a short `@Locked` run: lock id -> ms their keys stay. */
   private readonly expiring = new Map<string, number>();
 
@@ -54,7 +61,11 @@ export class LockService {
   ) {
     this.#options = options;
     this.logger = redlockLogger(options);
-    this.unsubscribe = client.subscribe((event) => this.subject.next(event));
+    this.unsubscribe = client.subscribe((event) => {
+      this.attribution.before(event);
+      this.subject.next(event);
+      this.attribution.after(event);
+    });
   }
 
   /** Logs show the client's summary, never the module's options. */
@@ -100,6 +111,24 @@ export class LockService {
     return this.client.inspect(resource);
   }
 
+  /**
+   * For admin endpoints: the locks whose resource matches `pattern` (a Redis
+   * glob), quorum-merged, with holder identity, ttl, fencing token and waiters
+   * (see `Redlock.list`).
+   */
+  list(pattern?: string, options?: ListOptions): Promise<LockListing> {
+    return this.client.list(pattern, options);
+  }
+
+  /**
+   * For admin endpoints: evicts the holder of `resource` and raises its fencing
+   * counter (see `Redlock.forceRelease`). Pass `holder` (the fingerprint `list`
+   * showed) so that a lock taken by someone else since is left alone.
+   */
+  forceRelease(resource: string, options?: ForceReleaseOptions): Promise<ForceReleaseResult> {
+    return this.client.forceRelease(resource, options);
+  }
+
   /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */
   current(): Lock | undefined {
     return lockScope.getStore()?.locks.at(-1);
@@ -117,12 +146,13 @@ export class LockService {
    */
   async take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null> {
     try {
-      return await this.client.acquire(resources, metadata.ttl, {
+      const options = {
         autoExtend: true,
         limit: metadata.options.limit,
         mode: metadata.options.mode,
         ...(busy.mode === 'wait' ? { acquireTimeout: busy.wait, retryCount: 1_000_000 } : { retryCount: 0 }),
-      });
+      };
+      return await takingFor.run(metadata.method, () => this.client.acquire(resources, metadata.ttl, options));
     } catch (error) {
       // A method that skips when busy (a cron tick) skips when the nodes are down too: the
       // client's acquire-failed warning is its one log line, not the scheduler's stack dump.

@@ -3,6 +3,8 @@ import type { Subscription } from 'rxjs';
 import { LockService } from './lock.service.js';
 
 type OtelApi = typeof import('@opentelemetry/api');
+type ObservableResult = import('@opentelemetry/api').ObservableResult;
+type Meter = import('@opentelemetry/api').Meter;
 
 /**
  * Metrics and spans through `@opentelemetry/api` when the application has it
@@ -12,12 +14,17 @@ type OtelApi = typeof import('@opentelemetry/api');
  * - `redlock.held.duration` (histogram, ms)
  * - `redlock.extensions`, `redlock.extension.failures`, `redlock.skipped`,
  *   `redlock.lost` (`reason`), `redlock.node.errors` (`node`), `redlock.node.restarts` (counters)
- * and a `redlock.acquire` span per acquisition. No resource names (unbounded
- * cardinality) in metrics, no lock values anywhere.
+ * - `redlock.locks.held` (gauge: locks this process holds now, per `method`)
+ * - `redlock.waiters` (gauge: acquire calls of this process waiting for a busy resource)
+ * and a `redlock.acquire` span per acquisition. Lock metrics carry `method`
+ * (`Class.method` of the `@Locked` method, absent for other locks): bounded
+ * by the application's code. No resource names (unbounded cardinality) in
+ * metrics, no lock values anywhere.
  */
 @Injectable()
 export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
   private subscription: Subscription | undefined;
+  private stopGauges: (() => void) | undefined;
 
   constructor(private readonly locks: LockService) {}
 
@@ -34,6 +41,8 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
     const lost = meter.createCounter('redlock.lost');
     const nodeErrors = meter.createCounter('redlock.node.errors');
     const nodeRestarts = meter.createCounter('redlock.node.restarts');
+    const { attribution } = this.locks;
+    this.stopGauges = this.observeGauges(meter);
 
     type Attempted = { at: number; elapsed: number; attempts: number; resources: readonly string[] };
     const span = (event: Attempted, outcome: string, error?: string) => {
@@ -46,26 +55,28 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
     };
 
     this.subscription = this.locks.events$.subscribe((event) => {
+      const method = attribution.methodOf(event);
+      const by = method === undefined ? {} : { method };
       switch (event.type) {
         case 'acquired':
-          acquireDuration.record(event.elapsed, { outcome: 'acquired' });
+          acquireDuration.record(event.elapsed, { ...by, outcome: 'acquired' });
           return span(event, 'acquired');
         case 'busy':
-          acquireDuration.record(event.elapsed, { outcome: 'busy' });
+          acquireDuration.record(event.elapsed, { ...by, outcome: 'busy' });
           return span(event, 'busy', 'RESOURCE_BUSY');
         case 'acquire-failed':
-          acquireDuration.record(event.elapsed, { outcome: 'failed', code: event.code });
+          acquireDuration.record(event.elapsed, { ...by, outcome: 'failed', code: event.code });
           return span(event, 'failed', event.code);
         case 'released':
-          return heldDuration.record(event.heldFor);
+          return heldDuration.record(event.heldFor, by);
         case 'extended':
-          return extensions.add(1);
+          return extensions.add(1, by);
         case 'extend-failed':
-          return extensionFailures.add(1, { code: event.code });
+          return extensionFailures.add(1, { ...by, code: event.code });
         case 'skipped':
-          return skipped.add(1);
+          return skipped.add(1, by);
         case 'lost':
-          return lost.add(1, { reason: event.reason });
+          return lost.add(1, { ...by, reason: event.reason });
         case 'node-error':
           return nodeErrors.add(1, { node: event.node });
         case 'node-restarted':
@@ -74,8 +85,29 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
     });
   }
 
+  /** The gauges, read at each collection; returns what removes their callbacks. */
+  private observeGauges(meter: Meter): () => void {
+    const { attribution, client } = this.locks;
+    const held = meter.createObservableGauge('redlock.locks.held', { description: 'Locks this process holds now' });
+    const waiters = meter.createObservableGauge('redlock.waiters', {
+      description: 'Acquire calls of this process waiting for a busy resource',
+    });
+    const observeHeld = (result: ObservableResult) => {
+      for (const [method, n] of attribution.heldByMethod(client.stats.held)) result.observe(n, method === undefined ? {} : { method });
+    };
+    const observeWaiters = (result: ObservableResult) => result.observe(client.stats.waiting);
+    held.addCallback(observeHeld);
+    waiters.addCallback(observeWaiters);
+    // The meter outlives this module (a global provider): its callbacks must not read a closed client.
+    return () => {
+      held.removeCallback(observeHeld);
+      waiters.removeCallback(observeWaiters);
+    };
+  }
+
   onModuleDestroy(): void {
     this.subscription?.unsubscribe();
+    this.stopGauges?.();
   }
 }
 

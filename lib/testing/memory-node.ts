@@ -17,7 +17,7 @@ export type MemoryNodeStatus = 'ready' | 'reconnecting' | 'end';
  * Each `new MemoryRedisNode()` is an independent server with its own keys;
  * `duplicate()` is another connection to the same server. Only the commands
  * this library uses are implemented: its scripts (EVALSHA, with NOSCRIPT until
- * EVAL loaded them, as on Redis), SET NX PX, PING, INFO, SUBSCRIBE/PUBLISH, and a
+ * EVAL loaded them, as on Redis), SET NX PX, PING, INFO, SUBSCRIBE/PUBLISH, SCAN, and a
  * few commands for tests (GET, SET, DEL, EXISTS, PTTL, TYPE, ZCARD, ZRANGE, HGETALL,
  * KEYS, FLUSHALL).
  *
@@ -33,6 +33,9 @@ export class MemoryRedisNode extends EventEmitter {
   private readonly server: MemoryServer;
   private state: MemoryNodeStatus = 'ready';
   private readonly subscriptions = new Subscriptions(this);
+  /** SCAN cursors handed out and not finished: cursor -> the last key it returned. */
+  private readonly cursors = new Map<string, string>();
+  private lastCursor = 0;
 
   /** A connection to a new server of its own. */
   constructor(options?: MemoryRedisNodeOptions);
@@ -190,6 +193,36 @@ export class MemoryRedisNode extends EventEmitter {
   /** Live key names matching a Redis glob pattern (default `*`). */
   keys(pattern = '*'): Promise<string[]> {
     return this.command((ops) => ops.keys(pattern).sort());
+  }
+
+  /**
+   * `SCAN cursor [MATCH pattern] [COUNT n]`, as the lock client lists locks:
+   * keys in byte order, a cursor standing for the last key returned, so that a
+   * key present for the whole iteration is returned once whatever else changes.
+   */
+  scan(cursor: string | number, ...args: (string | number)[]): Promise<[string, string[]]> {
+    return this.command((ops) => {
+      let match = '*';
+      let count = 10;
+      for (let i = 0; i < args.length; i += 2) {
+        const option = String(args[i]).toUpperCase();
+        if (option === 'MATCH' && i + 1 < args.length) match = String(args[i + 1]);
+        else if (option === 'COUNT' && Number.isInteger(Number(args[i + 1])) && Number(args[i + 1]) > 0) count = Number(args[i + 1]);
+        else throw new Error('ERR syntax error');
+      }
+      const after = String(cursor) === '0' ? undefined : this.cursors.get(String(cursor));
+      if (after === undefined && String(cursor) !== '0') throw new Error('ERR invalid cursor');
+      this.cursors.delete(String(cursor));
+      const all = ops.keys('*').sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      const from = after === undefined ? 0 : all.findIndex((key) => Buffer.compare(Buffer.from(key), Buffer.from(after)) > 0);
+      const visited = from < 0 ? [] : all.slice(from, from + count);
+      const matching = new Set(ops.keys(match));
+      const found = visited.filter((key) => matching.has(key));
+      if (from < 0 || from + count >= all.length) return ['0', found];
+      const next = String(++this.lastCursor);
+      this.cursors.set(next, visited.at(-1)!);
+      return [next, found];
+    });
   }
 
   flushall(): Promise<'OK'> {

@@ -4,6 +4,7 @@ import {
   CONFIRM_TOKEN,
   EXTEND,
   FENCED_ACCESS,
+  FORCE_RELEASE,
   INSPECT,
   LEAVE_QUEUE,
   PERMIT_ACQUIRE,
@@ -224,6 +225,27 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
   return 1;
 };
 
+const forceRelease: Implementation = (ops, KEYS, ARGV) => {
+  const value = ops.get(KEYS[0]!);
+  const holder = value === null ? null : createHash('sha1').update(value).digest('hex').slice(0, 12);
+  if (value !== null && ARGV[0] !== '' && holder !== ARGV[0]) return [-1, null, null, null];
+  let identity: string | null = null;
+  if (value !== null) {
+    ops.del(KEYS[0]!);
+    const dot = value.indexOf('.');
+    identity = dot < 0 ? null : value.slice(dot);
+    const head = ops.zfirst(KEYS[2]!);
+    if (head !== undefined) ops.publish(wakeChannel(ARGV[3]!, head), head);
+  }
+  const released = value === null ? 0 : 1;
+  if (ARGV[1] === '') return [released, null, holder, identity];
+  const counter = luaNumber(ops.get(KEYS[1]!)) ?? 0;
+  const floor = Number(ARGV[1]);
+  const text = formatInteger(counter >= floor ? counter + 1 : floor);
+  ops.set(KEYS[1]!, text, ARGV[2]!);
+  return [released, text, holder, identity];
+};
+
 /**
  * The library's Lua scripts as JavaScript with the same semantics, step by
  * step (the Lua is in lib/core/scripts.ts). Lua's 1-based KEYS[i] is keys[i - 1].
@@ -238,6 +260,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [FENCED_ACCESS, fencedAccess],
   [RELEASE, release],
   [LEAVE_QUEUE, leaveQueue],
+  [FORCE_RELEASE, forceRelease],
   [PERMIT_ACQUIRE, permits.permitAcquire],
   [PERMIT_CONFIRM, permits.permitConfirm],
   [PERMIT_EXTEND, permits.permitExtend],
@@ -259,6 +282,7 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
+  'force-release': '1fd9f9e7419ff6338a115879bcddcfe05c69d751',
   'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',

@@ -62,6 +62,22 @@ describe('a Redis Cluster as a lock node', () => {
     }
   });
 
+  it('lists locks held across the shards (SCAN on every master) and force-releases one', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      const held = await Promise.all(['list:a', 'list:b', '{list}:c', 'list:d'].map((r) => redlock.acquire(r, 10_000)));
+      await until(async () => (await redlock.list('*list*')).locks.every((l) => l.heldOn === 3), 'every lock on every node');
+      const listing = await redlock.list('*list*');
+      expect(listing.locks.map((l) => l.resource)).toEqual(['list:a', 'list:b', 'list:d', '{list}:c']);
+      expect(listing.truncated).toBe(false);
+      expect(await redlock.forceRelease('list:b')).toMatchObject({ releasedOn: 3 });
+      expect((await redlock.list('list:*')).locks.map((l) => l.resource)).toEqual(['list:a', 'list:d']);
+      await Promise.all(held.map((l) => l.release()));
+    } finally {
+      await redlock.close();
+    }
+  });
+
   it('takes multi-resource locks whose names share a hash tag, all or none, and refuses others', async () => {
     const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
     try {

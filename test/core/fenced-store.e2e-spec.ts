@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { MemoryFencedStore, Redlock, RedisFencedStore, StaleTokenError, type FencedStore } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 let storeClient: Redis;
@@ -71,6 +72,28 @@ describe('fencing tokens with a fenced store', () => {
       await next.release();
     } finally {
       await redlock.close();
+    }
+  });
+
+  it('refuse the writes of a holder an operator force-released, from the moment the store saw the returned token', async () => {
+    const redlock = new Redlock({ nodes: fleet.urls.slice(0, 3), nodeTimeout: TEST_NODE_TIMEOUT });
+    const operator = new Redlock({ nodes: fleet.urls.slice(0, 3), nodeTimeout: TEST_NODE_TIMEOUT });
+    const store = new RedisFencedStore(storeClient, 'evicted:');
+    try {
+      const stuck = await redlock.acquire('ledger', 30_000);
+      await store.set('ledger', 'v1', stuck.fencingToken!);
+      const { fencingToken } = await operator.forceRelease('ledger');
+      // The operator fences the store before anyone takes the lock again.
+      expect(await store.get('ledger', fencingToken!)).toBe('v1');
+      await expect(store.set('ledger', 'from-the-evicted-holder', stuck.fencingToken!)).rejects.toBeInstanceOf(StaleTokenError);
+      // The next holder's token is above the operator's: its writes pass.
+      const next = await operator.acquire('ledger', 5000);
+      expect(next.fencingToken!).toBeGreaterThan(fencingToken!);
+      await store.set('ledger', 'v2', next.fencingToken!);
+      await expect(stuck.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      await next.release();
+    } finally {
+      await Promise.all([redlock.close(), operator.close()]);
     }
   });
 });

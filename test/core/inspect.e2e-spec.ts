@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { hostname } from 'node:os';
 import { Redlock } from '../../lib/index.js';
-import { main } from '../../lib/cli/inspect.command.js';
+import { main } from '../../lib/cli/main.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
 beforeAll(async () => {
@@ -44,6 +46,42 @@ describe('inspection', () => {
       expect(JSON.parse(json[0]!)).toMatchObject({ held: false });
     } finally {
       await Promise.all([holder.close(), anonymous.close()]);
+    }
+  });
+
+  it('lists locks and force-releases one from the command line, finding keys with SCAN, never KEYS', async () => {
+    const holder = new Redlock({ nodes: fleet.urls, identity: { app: 'billing' }, nodeTimeout: TEST_NODE_TIMEOUT });
+    const stats = fleet.urls.map((url) => new Redis(url));
+    const nodes = ['--nodes', fleet.urls.join(',')];
+    try {
+      await Promise.all(stats.map((r) => r.config('RESETSTAT')));
+      const lock = await holder.acquire('cli:stuck', 30_000);
+      await until(async () => (await holder.inspect('cli:stuck')).heldOn === 3, 'the holder on every node');
+      const lines: string[] = [];
+      expect(await main(['list', 'cli:*', ...nodes], (l) => lines.push(l))).toBe(0);
+      expect(lines.join('\n')).toMatch(
+        /"cli:stuck" HELD by billing \(holder [0-9a-f]{12}\) on 3\/3 nodes, \d+ ms left, token \d+, 0 waiting/,
+      );
+      const json: string[] = [];
+      expect(await main(['list', '--json', ...nodes], (l) => json.push(l))).toBe(0);
+      expect(JSON.parse(json[0]!)).toMatchObject({ truncated: false, locks: [{ resource: 'cli:stuck', held: true }] });
+      expect(await main(['list', '--limit', 'many', ...nodes], () => undefined)).toBe(2);
+
+      // release needs --force; --holder names the holder it may evict.
+      expect(await main(['release', 'cli:stuck', ...nodes], () => undefined)).toBe(2);
+      expect(await main(['release', '--force', 'cli:stuck', '--holder', '0123456789ab', ...nodes], () => undefined)).toBe(3);
+      const out: string[] = [];
+      const { holder: fingerprint } = await holder.inspect('cli:stuck');
+      expect(await main(['release', '--force', 'cli:stuck', '--holder', fingerprint!, ...nodes], (l) => out.push(l))).toBe(0);
+      expect(out.join('\n')).toMatch(/"cli:stuck" force-released by billing .* on 3\/3 nodes\nfencing counter raised to \d+/);
+      await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+
+      const commands = (await Promise.all(stats.map((r) => r.info('commandstats')))).join('\n');
+      expect(commands).toMatch(/cmdstat_scan:calls=/);
+      expect(commands).not.toMatch(/cmdstat_keys:/);
+    } finally {
+      stats.forEach((r) => r.disconnect());
+      await holder.close();
     }
   });
 

@@ -131,3 +131,17 @@ describe('KeyLayout', () => {
     expect(new KeyLayout('p:', false).forLock(['{o:1}:x', 'y'], false, false).locks).toEqual(['p:lock:{o:1}:x', 'p:lock:y']);
   });
 });
+
+describe('KeyLayout for listing', () => {
+  it('escapes the prefix in the SCAN pattern and reads the resource back from a lock key', () => {
+    const plain = new KeyLayout('app*[1]:', false);
+    expect(plain.lockPattern('orders:*')).toBe('app\\*\\[1\\]:lock:orders:*');
+    expect(plain.resourceOfLockKey(plain.lock('orders:{7}:x'))).toBe('orders:{7}:x');
+    expect(plain.resourceOfLockKey('other:lock:x')).toBeUndefined();
+    const cluster = new KeyLayout('app:', true);
+    expect(cluster.lockPattern('orders:*')).toBe('app:lock:{*}:orders:*');
+    for (const name of ['orders:1', '{order:42}:stock', 'a}:b']) {
+      expect(cluster.resourceOfLockKey(cluster.lock(name))).toBe(name);
+    }
+  });
+});

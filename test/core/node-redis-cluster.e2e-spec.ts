@@ -62,6 +62,17 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     expect(() => new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls, nodeRedis as NodeSpec] })).toThrow(InvalidArgumentError);
   });
 
+  it('lists locks over every master with SCAN, and force-releases one', async () => {
+    const client = redlock({ retryCount: 0 });
+    const names = ['nr-list:a', 'nr-list:b', 'nr-list:c', 'nr-list:d'];
+    const held = await Promise.all(names.map((r) => client.acquire(r, 10_000)));
+    await until(async () => (await client.list('nr-list:*')).locks.every((l) => l.heldOn === 3), 'every lock on every node');
+    expect((await client.list('nr-list:*')).locks.map((l) => l.resource)).toEqual(names);
+    expect(await client.forceRelease('nr-list:c')).toMatchObject({ releasedOn: 3 });
+    expect((await client.list('nr-list:*')).locks.map((l) => l.resource)).toEqual(['nr-list:a', 'nr-list:b', 'nr-list:d']);
+    await Promise.all(held.map((l) => l.release()));
+  });
+
   it('excludes concurrent holders and grows fencing tokens', async () => {
     const client = redlock({ retryCount: 1000, retryDelay: 2 });
     let inside = 0;

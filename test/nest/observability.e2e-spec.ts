@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Logger, type LoggerService } from '@nestjs/common';
+import { Injectable, Logger, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { metrics, trace } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Redis } from 'ioredis';
-import { firstValueFrom } from 'rxjs';
-import { LockService, RedlockModule, ofLockEvent } from '../../lib/index.js';
+import { firstValueFrom, take, toArray } from 'rxjs';
+import { LockService, Locked, RedlockModule, ofLockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
@@ -85,4 +85,68 @@ describe('observability', () => {
     expect(JSON.stringify(lines)).not.toContain(value);
     expect(JSON.stringify(spanExporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(value);
   });
+
+  it('gives lock metrics a bounded method attribute (never the resource) and gauges of locks held and waiters waiting', async () => {
+    const app = await (
+      await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, logger: false })],
+        providers: [Jobs],
+      }).compile()
+    )
+      .createNestApplication({ logger: false })
+      .init();
+    const jobs = app.get(Jobs);
+    const { client, events$ } = app.get(LockService);
+    const released = firstValueFrom(events$.pipe(ofLockEvent('released'), take(2), toArray()));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const first = jobs.run('customer-8841', gate);
+    await until(() => client.stats.held === 1, 'the first run holding its lock');
+    const second = jobs.run('customer-8841', Promise.resolve());
+    await until(() => client.stats.waiting === 1, 'the second run waiting');
+    expect(await jobs.skip('customer-8841')).toBeUndefined(); // busy: skipped
+
+    const during = await collect();
+    expect(during.points('redlock.locks.held')).toContainEqual({ attributes: { method: 'Jobs.run' }, value: 1 });
+    expect(during.points('redlock.waiters')).toContainEqual({ attributes: {}, value: 1 });
+    open();
+    await Promise.all([first, second, released]);
+
+    const after = await collect();
+    expect(after.points('redlock.waiters')).toContainEqual({ attributes: {}, value: 0 });
+    expect(after.points('redlock.locks.held')).toContainEqual({ attributes: { method: 'Jobs.run' }, value: 0 });
+    expect(after.points('redlock.locks.held')).toContainEqual({ attributes: {}, value: 0 });
+    const acquired = after.points('redlock.acquire.duration').map((p) => p.attributes);
+    expect(acquired).toContainEqual({ method: 'Jobs.run', outcome: 'acquired' });
+    expect(acquired).toContainEqual({ method: 'Jobs.skip', outcome: 'busy' });
+    expect(after.points('redlock.skipped').map((p) => p.attributes)).toContainEqual({ method: 'Jobs.skip' });
+    expect(after.points('redlock.held.duration').map((p) => p.attributes)).toContainEqual({ method: 'Jobs.run' });
+    expect(JSON.stringify(after.all)).not.toContain('customer-8841');
+    await app.close();
+  });
 });
+
+@Injectable()
+class Jobs {
+  @Locked('job:{args.0}', 5000, { busy: { mode: 'wait', wait: 20_000 } })
+  async run(_customer: string, until: Promise<void>): Promise<void> {
+    await until;
+  }
+
+  @Locked('job:{args.0}', 5000)
+  async skip(_customer: string): Promise<string> {
+    return 'ran';
+  }
+}
+
+/** The metrics as last exported: each metric's data points by name. */
+async function collect() {
+  await reader.forceFlush();
+  const last = metricExporter.getMetrics().at(-1)!;
+  const all = last.scopeMetrics.flatMap((s) => s.metrics);
+  const points = (name: string) =>
+    all
+      .filter((m) => m.descriptor.name === name)
+      .flatMap((m) => m.dataPoints.map((p) => ({ attributes: p.attributes, value: p.value as number })));
+  return { all, points };
+}

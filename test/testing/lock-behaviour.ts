@@ -369,5 +369,58 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       expect(lock.attempts).toBeGreaterThanOrEqual(2);
       await lock.release();
     });
+
+    it('lists held locks by pattern, merged over the nodes, with holder identity, ttl, token and waiters', async () => {
+      const billing = client({ identity: { app: 'billing' } });
+      const operator = client();
+      const a = await billing.acquire('orders:1', 30_000);
+      const b = await billing.acquire('orders:2', 30_000);
+      const other = await billing.acquire('invoices:1', 30_000);
+      const waiting = operator.acquire('orders:1', 30_000, { retryCount: 1000, retryDelay: 50 }).catch((e: unknown) => e);
+      await until(async () => (await operator.inspect('orders:1')).waiters === 1, 'a waiter queued on orders:1');
+      await until(async () => (await operator.list('orders:*')).locks.every((l) => l.heldOn === 3), 'the locks on every node');
+      const listing = await operator.list('orders:*');
+      expect(listing).toMatchObject({ truncated: false, scanned: 3, quorum: 2 });
+      expect(listing.locks.map((l) => l.resource)).toEqual(['orders:1', 'orders:2']);
+      const [first] = listing.locks;
+      expect(first).toMatchObject({ held: true, heldOn: 3, identity: { app: 'billing' }, waiters: 1, fencingCounter: a.fencingToken });
+      expect(first!.ttl).toBeGreaterThan(25_000);
+      expect(first!.holder).toMatch(/^[0-9a-f]{12}$/);
+      // Bounded: a limit below the matches says more may match.
+      expect(await operator.list('*', { limit: 2 })).toMatchObject({
+        truncated: true,
+        locks: [{ resource: 'invoices:1' }, { resource: 'orders:1' }],
+      });
+      await expect(operator.list('*', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await Promise.all([a, b, other].map((l) => l.release()));
+      await (await (waiting as Promise<Lock>)).release();
+    });
+
+    it('force-releases a lock: the waiter gets it, the counter is raised, and the evicted holder learns it lost the lock', async () => {
+      const holder = client({ identity: { app: 'stuck' } });
+      const operator = client();
+      const stuck = await holder.acquire('job', 30_000, { autoExtend: true });
+      const lost = new Promise<Error>((resolve) => stuck.signal.addEventListener('abort', () => resolve(stuck.signal.reason as Error)));
+      const next = operator.acquire('job', 30_000, { retryCount: 1000, retryDelay: 5000 });
+      await until(async () => (await operator.inspect('job')).waiters === 1, 'the waiter in the queue');
+      expect(operator.stats).toEqual({ held: 0, waiting: 1 });
+      const { holder: fingerprint } = await operator.inspect('job');
+      // Only the named holder is evicted: a wrong fingerprint leaves the lock alone.
+      expect(await operator.forceRelease('job', { holder: '0123456789ab' })).toMatchObject({ releasedOn: 0, otherHolderOn: 3 });
+      const result = await operator.forceRelease('job', { holder: fingerprint });
+      expect(result).toMatchObject({ resource: 'job', releasedOn: 3, holder: fingerprint, identity: { app: 'stuck' } });
+      expect(result.fencingToken).toBeGreaterThan(stuck.fencingToken!);
+      // The waiter is woken by the release, well before its 5 s retry.
+      const taken = await next;
+      expect(taken.fencingToken).toBeGreaterThan(result.fencingToken!);
+      expect(operator.stats).toEqual({ held: 1, waiting: 0 });
+      // A waiter that gives up is no longer counted either.
+      await expect(holder.acquire('job', 1000, { retryCount: 1, retryDelay: 10 })).rejects.toBeInstanceOf(ResourceBusyError);
+      expect(holder.stats.waiting).toBe(0);
+      await expect(stuck.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      expect(await lost).toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      await taken.release();
+      await expect(operator.forceRelease('job', { holder: 'not-hex' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    });
   });
 }

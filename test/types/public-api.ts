@@ -16,6 +16,8 @@ import {
   LockService,
   LockUnavailableException,
   Locked,
+  NotLockedError,
+  assertLocked,
   LockGraphQLError,
   MemoryFencedStore,
   QuorumUnreachableError,
@@ -27,6 +29,8 @@ import {
   Unlocked,
   ofLockEvent,
   type BusyContext,
+  type ForceReleaseResult,
+  type LockListing,
   type AcquireOptions,
   type LockEvent,
   type LockedOptions,
@@ -59,6 +63,15 @@ async function core(): Promise<void> {
   await lock.release();
   const result: string = await redlock.using(['a', 'b'], 1000, async (held) => String(held.fencingToken));
   redlock.subscribe((event: LockEvent) => void event.type);
+  {
+    await using disposed: Lock = await redlock.acquire('c', 1000);
+    void disposed;
+  }
+  const listing: LockListing = await redlock.list('a*', { limit: 10 });
+  const evicted: ForceReleaseResult = await redlock.forceRelease('a', { holder: '0123456789ab' });
+  const stats: { readonly held: number; readonly waiting: number } = redlock.stats;
+  const under: Lock = assertLocked('a');
+  void [listing.locks[0]?.identity, evicted.fencingToken, stats, under];
   await redlock.close({ grace: 100 });
   void [token, signal, result, createMemoryRedlock()];
 
@@ -72,6 +85,7 @@ async function core(): Promise<void> {
 const errors: LockError[] = [
   new InvalidArgumentError('ttl', 'a positive integer', -1),
   ...([] as (ResourceBusyError | QuorumUnreachableError | LockLostError | LockAbortedError | StaleTokenError | ClientClosedError)[]),
+  new NotLockedError('a'),
 ];
 const codes: string[] = errors.map((e) => e.code);
 
@@ -96,6 +110,9 @@ exactly<LockGraphQLError['extensions']['code'], 'RESOURCE_BUSY' | 'QUORUM_UNREAC
 function service(locks: LockService): Observable<unknown>[] {
   // @ts-expect-error internal: the @Locked runner's entry point
   void locks.run;
+  // @ts-expect-error internal: the telemetry's method attribution
+  void locks.attribution;
+  void [locks.list('orders:*'), locks.forceRelease('orders:42')];
   return [locks.events$, locks.lost$, locks.events$.pipe(ofLockEvent('lost'))];
 }
 

@@ -1,5 +1,5 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
-import type { LockConnection, Subscription } from '../connection.js';
+import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script } from '../script.js';
 import { hostOf } from './host.js';
 
@@ -114,6 +114,12 @@ export class IoredisConnection implements LockConnection {
       () => undefined,
       () => undefined,
     );
+  }
+
+  scanners(): readonly ScanStep[] {
+    // The testing module's in-memory node is shaped like a standalone client, SCAN included.
+    const servers: Redis[] = this.isCluster ? (this.#client as unknown as Cluster).nodes('master') : [this.#client];
+    return servers.map((server) => (cursor, match, count) => server.scan(cursor, 'MATCH', match, 'COUNT', count));
   }
 
   info(): Promise<string> {

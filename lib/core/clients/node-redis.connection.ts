@@ -1,4 +1,4 @@
-import type { LockConnection, Subscription } from '../connection.js';
+import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
 import { clientEvents, clusterEvents, type EventSource } from './node-redis.events.js';
@@ -53,6 +53,8 @@ interface Client extends EventSource {
   readonly _options?: { rootNodes?: readonly { url?: string; socket?: ClientOptions['socket'] }[] };
   readonly v4?: { sendCommand(args: string[]): Promise<unknown> };
   sendCommand(...args: unknown[]): Promise<unknown>;
+  /** A cluster's connection to one of its nodes (a promise in some versions). */
+  nodeClient?(node: unknown): Client | Promise<Client>;
   duplicate(overrides?: object): Client;
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: (message: unknown) => void): Promise<unknown>;
@@ -139,6 +141,20 @@ export class NodeRedisConnection implements LockConnection {
       () => undefined,
       () => undefined,
     );
+  }
+
+  scanners(): readonly ScanStep[] {
+    const args = (cursor: string, match: string, count: number) => ['SCAN', cursor, 'MATCH', match, 'COUNT', String(count)];
+    const decode = (reply: unknown) => {
+      const [cursor, keys] = reply as [unknown, unknown[]];
+      return [String(cursor), keys.map(String)] as const;
+    };
+    if (!this.isCluster) return [(cursor, match, count) => this.#send(undefined, args(cursor, match, count)).then(decode)];
+    const cluster = this.#client;
+    return (cluster.masters ?? []).map((master) => async (cursor, match, count) => {
+      const shard = await cluster.nodeClient!(master);
+      return decode(await shard.sendCommand(args(cursor, match, count), RAW));
+    });
   }
 
   info(): Promise<string> {

@@ -7,7 +7,8 @@ export type LockErrorCode =
   | 'ABORTED'
   | 'CLIENT_CLOSED'
   | 'STALE_TOKEN'
-  | 'LOCK_KIND_MISMATCH';
+  | 'LOCK_KIND_MISMATCH'
+  | 'NOT_LOCKED';
 
 /**
  * Base class of every error thrown by the lock client. Switch on `code`, not on
