@@ -73,6 +73,23 @@ describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
     }
   });
 
+  it('lists locks held across the shards (SCAN on every primary, addressed by route) and force-releases one', async () => {
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      const names = Array.from({ length: 12 }, (_, i) => `glide-list:${i}`);
+      const held = await Promise.all(names.map((r) => redlock.acquire(r, 10_000)));
+      expect(await shardsWith('*lock*glide-list*')).toBeGreaterThan(1);
+      await until(async () => (await redlock.list('glide-list:*')).locks.every((l) => l.heldOn === 3), 'every lock on every node');
+      const listing = await redlock.list('glide-list:*');
+      expect(listing.locks.map((l) => l.resource).sort()).toEqual([...names].sort());
+      expect(await redlock.forceRelease('glide-list:3')).toMatchObject({ releasedOn: 3 });
+      expect((await redlock.list('glide-list:*')).locks).toHaveLength(11);
+      await Promise.all(held.map((l) => l.release().catch(() => undefined)));
+    } finally {
+      await redlock.close();
+    }
+  });
+
   it('takes multi-resource locks whose names share a hash tag, all or none, and refuses others', async () => {
     const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
     try {

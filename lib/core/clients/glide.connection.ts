@@ -1,5 +1,6 @@
-import type { LockConnection, Subscription } from '../connection.js';
+import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
+import { glideScanners } from './glide-scan.js';
 import { GlideLiveness } from './glide-liveness.js';
 import { glideSubscription } from './glide-subscriber.js';
 import { hostOf } from './host.js';
@@ -104,6 +105,10 @@ export class GlideConnection implements LockConnection {
       () => undefined,
       () => undefined,
     );
+  }
+
+  scanners(): readonly ScanStep[] {
+    return glideScanners((args, options) => this.command(args, options), this.isCluster, AS_STRINGS);
   }
 
   info(): Promise<string> {
