@@ -4,6 +4,9 @@ import { connectionFor, type NodeSpec } from './clients/connection-for.js';
 import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
 import type { Call, Script } from './script.js';
 
+/** Ms after a failed restart check (not a refusal) before the next, while connected. */
+const RECHECK_AFTER = 200;
+
 /**
  * One node of the quorum: its connection, a log-safe label and what tells two
  * nodes apart. Knows how to run a command on its node, whether the node hangs
@@ -120,7 +123,10 @@ export class LockNode {
         })
         .catch((error: unknown) => {
           const message = error instanceof Error ? error.message : String(error);
-          if (!/NOPERM/i.test(message)) return; // stays unverified; the next reconnect checks again
+          // Not a refusal but a failure (a server still loading, a timeout): the node stays
+          // unverified, so out of quorums, until a check succeeds. Checked again soon while
+          // connected, or it would stay out until its next reconnect, however long that is.
+          if (!/NOPERM/i.test(message)) return recheckLater();
           if (guard.failOpen) this.excludedUntil = 0;
           guard.onUnguardable(
             this,
@@ -130,11 +136,16 @@ export class LockNode {
           );
         });
     };
+    let recheck: NodeJS.Timeout | undefined;
+    const recheckLater = () => {
+      clearTimeout(recheck);
+      recheck = setTimeout(() => this.connection.isReady && check(), RECHECK_AFTER).unref();
+    };
     unverified();
     const offLost = this.connection.on('lost', unverified);
     const offReady = this.connection.on('ready', check);
     if (this.connection.isReady) check();
-    return () => (offLost(), offReady());
+    return () => (offLost(), offReady(), clearTimeout(recheck));
   }
 
   /**
