@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { serverBinary } from '../scripts/redis-spawner.mjs';
+import { ioredisCopies } from './adapters/index.mjs';
 
 const bench = new URL('./', import.meta.url);
 
@@ -30,7 +31,24 @@ export function versions() {
     `nest-redlock ${own} (this checkout's dist/esm)`,
     `node-redlock ${version('redlock5')} and ${version('redlock4')}`,
     `@sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')}`,
+    `redlock-universal ${version('redlock-universal')}`,
     `redis-semaphore ${version('redis-semaphore')}`,
     `ioredis ${version('ioredis')} (all libraries)`,
   ].join(', ');
+}
+
+/** Which ioredis copy (file and version) each client setup really uses. */
+export function ioredisSetups() {
+  const copies = ioredisCopies();
+  const at = (file) => {
+    const dir = file.replace(/\/built\/index\.js$/, '');
+    const { version } = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
+    return `${dir} (${version})`;
+  };
+  return {
+    peers: at(copies.bench),
+    library: at(copies.library),
+    same: at(copies.same),
+    other: copies.other === copies.same ? undefined : at(copies.other),
+  };
 }

@@ -17,9 +17,9 @@
 // workers.mjs the worker processes, report.mjs the statistics and tables.
 import { cpSync, existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { adapters } from './adapters/index.mjs';
+import { adapters, ioredisCopies } from './adapters/index.mjs';
 import { startNode } from '../scripts/redis-spawner.mjs';
-import { machine, versions } from './environment.mjs';
+import { ioredisSetups, machine, versions } from './environment.mjs';
 import { elapsedSeconds, log } from './report.mjs';
 import { MAIN, P, QUICK, isPeer, only, scenarios, want } from './settings.mjs';
 import { killWorkers, runWorker, useBuild } from './workers.mjs';
@@ -33,21 +33,34 @@ import { uncontended } from './scenarios/uncontended.mjs';
 /** The scenarios, by their --only names, in the order they run. */
 const SCENARIOS = { uncontended, throughput, contention, oneDown, twoPaused, memory, nodes: nodeCount };
 
-let LIBS = Object.keys(adapters).filter((l) => !only || l === 'raw' || only.includes(l));
 const bench = new URL('./', import.meta.url);
+const dist = new URL('../dist/esm/core/index.js', bench);
+if (!existsSync(dist)) {
+  console.error('dist/esm is missing: run `npm run build` first (npm run bench does).');
+  process.exit(1);
+}
+// The workers import a copy of the build: another build during the run cannot pull it away.
+// Where it sits decides which ioredis copy it resolves (see ioredisCopies).
+const copy = new URL(`./.cache/${process.pid}/`, bench);
+useBuild(new URL('./core/index.js', copy).href);
+process.env.BENCH_NEST_REDLOCK = new URL('./core/index.js', copy).href;
+const copies = ioredisCopies();
+let LIBS = Object.keys(adapters).filter(
+  (l) => (!only || l === 'raw' || only.includes(l)) && (adapters[l].clients !== 'other' || copies.other !== copies.same),
+);
 const results = {
   date: new Date().toISOString(),
   quick: QUICK,
   params: P,
   machine: machine(),
   versions: versions(),
+  ioredis: ioredisSetups(),
   waiting: Object.fromEntries(LIBS.map((l) => [l, adapters[l].waits])),
   skipped: {},
   scenarios: {},
 };
 
 const nodes = [];
-let copy; // a copy of dist/esm, for this run
 
 /** Kills the workers at once; the nodes are stopped by the promise (or, on exit, by the spawner's exit hook). */
 const cleanup = () => {
@@ -62,16 +75,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const dist = new URL('../dist/esm/core/index.js', bench);
-if (!existsSync(dist)) {
-  console.error('dist/esm is missing: run `npm run build` first (npm run bench does).');
-  process.exit(1);
-}
-// The workers import a copy of the build: another build during the run cannot pull it away.
-copy = new URL(`./.cache/${process.pid}/`, bench);
 rmSync(copy, { recursive: true, force: true });
 cpSync(new URL('../dist/esm/', bench), copy, { recursive: true });
-useBuild(new URL('./core/index.js', copy).href);
 
 for (let i = 0; i < 7; i++) nodes.push(await startNode());
 const urls5 = nodes.slice(0, 5).map((n) => n.url);
@@ -83,6 +88,12 @@ try {
   console.log(`${results.date}\n${results.machine}, load average ${results.loadBefore} at the start\n${results.versions}`);
   console.log(
     `Nodes: local redis-server processes on loopback, no persistence; 5 nodes unless said otherwise. Every measurement in its own process.`,
+  );
+  const io = results.ioredis;
+  console.log(
+    `Clients: every other library and the raw round get ioredis clients of ${io.peers}. nest-redlock's build resolves ioredis at ` +
+      `${io.library}: "nest-redlock" rows open their own connections from URLs with it; "clients passed in, same ioredis copy" ` +
+      `rows get clients of ${io.same}${io.other ? `, "other ioredis copy" rows clients of ${io.other}` : ' (no other copy is installed: those rows are skipped)'}.`,
   );
 
   // Probe: every library installs, loads and does one cycle; the others are skipped.

@@ -12,15 +12,41 @@
 // node the same way, and differences come from the libraries, not from ioredis.
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
-/** Where run.mjs put its snapshot of the built library (dist/esm), so a rebuild during a run cannot break it. */
-const NEST_REDLOCK = process.env.BENCH_NEST_REDLOCK ?? new URL('../../dist/esm/core/index.js', import.meta.url).href;
+/**
+ * Where run.mjs put its snapshot of the built library (dist/esm), so a rebuild
+ * during a run cannot break it; read when used, since run.mjs sets it after
+ * importing this file.
+ */
+const nestRedlockBuild = () => process.env.BENCH_NEST_REDLOCK ?? new URL('../../dist/esm/core/index.js', import.meta.url).href;
 
-async function clientsFor(urls) {
+/**
+ * The ioredis copies in play, as files. The peers and the raw round use the
+ * bench's own (bench/node_modules, which this file resolves). The library's
+ * build resolves its `ioredis` import from where the build sits: run.mjs's
+ * snapshot lives under bench/.cache, so it finds the bench's copy too; dist/esm
+ * in place finds the root's. `same` is the copy the build resolves, `other` the
+ * other one; clients passed in are made from one of them (see `clientSetups`).
+ */
+export function ioredisCopies() {
+  const bench = createRequire(import.meta.url).resolve('ioredis');
+  const root = createRequire(new URL('../../package.json', import.meta.url)).resolve('ioredis');
+  const library = createRequire(new URL(nestRedlockBuild())).resolve('ioredis');
+  return { bench, root, library, same: library, other: library === bench ? root : bench };
+}
+
+/** The `Redis` class of the ioredis copy at `file` (a resolved path). */
+function redisOf(file) {
+  const module = createRequire(import.meta.url)(file);
+  return module.Redis ?? module;
+}
+
+async function clientsFor(urls, RedisClass = Redis) {
   const clients = urls.map((url) => {
-    const client = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    const client = new RedisClass(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
     client.on('error', () => undefined); // a node down is part of the scenario
     return client;
   });
@@ -59,20 +85,66 @@ async function redlockV5Api(Redlock, urls, { wait }) {
   };
 }
 
-function nestRedlock(extra) {
-  return async (urls, { wait }) => {
-    const { Redlock } = await import(NEST_REDLOCK);
+/**
+ * nest-redlock with `extra` options. `clients`: 'urls' (it opens its own
+ * connections from the URLs, with its own settings), or 'same' / 'other'
+ * (ioredis clients made here, with the peers' settings, from the copy its build
+ * resolves or from the other copy; see `ioredisCopies`), left open by its close().
+ */
+function nestRedlock(extra, clients = 'urls') {
+  // `nodeTimeout`: only cycle-cpu.mjs sets one, so that a loaded machine cannot turn its cycles into failures.
+  return async (urls, { wait, nodeTimeout }) => {
+    const { Redlock } = await import(nestRedlockBuild());
+    const copies = ioredisCopies();
+    const passed = clients === 'urls' ? undefined : await clientsFor(urls, redisOf(copies[clients]));
+    // The setup is what its name says: a client of the build's own ioredis class, or not.
+    if (passed && passed[0] instanceof redisOf(copies.library) !== (clients === 'same')) {
+      await closeAll(passed);
+      throw new Error(`clients of the ${clients} ioredis copy are${clients === 'same' ? ' not' : ''} the build's own class`);
+    }
     // retryCount 1 000 000 is the highest accepted; retryDelay/retryJitter stay at their defaults.
-    const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0, ...extra });
+    const redlock = new Redlock({ nodes: passed ?? urls, retryCount: wait ? 1_000_000 : 0, ...(nodeTimeout && { nodeTimeout }), ...extra });
     return {
       ready: () => redlock.ready(),
       acquire: (key, ttl) => redlock.acquire(key, ttl),
       release: (lock) => lock.release(),
       attempts: (lock) => lock.attempts,
-      close: () => redlock.close(),
+      close: async () => {
+        await redlock.close();
+        if (passed) await closeAll(passed);
+      },
     };
   };
 }
+
+/**
+ * nest-redlock over clients the application made with another library: node-redis
+ * (`redis`, v5) or iovalkey. Set up like the ioredis clients above (no offline queue).
+ */
+function nestRedlockOver(connect) {
+  return async (urls, { wait }) => {
+    const { Redlock } = await import(nestRedlockBuild());
+    const clients = await Promise.all(urls.map(connect));
+    const redlock = new Redlock({ nodes: clients, retryCount: wait ? 1_000_000 : 0 });
+    return {
+      ready: () => redlock.ready(),
+      acquire: (key, ttl) => redlock.acquire(key, ttl),
+      release: (lock) => lock.release(),
+      attempts: (lock) => lock.attempts,
+      close: async () => {
+        await redlock.close();
+        await Promise.all(clients.map((c) => (c.close ?? c.quit).call(c).catch(() => undefined)));
+      },
+    };
+  };
+}
+
+/** The client setups the speed scenarios run nest-redlock with, besides its own connections from URLs. */
+export const clientSetups = {
+  same: "ioredis clients passed in, of the copy its build resolves (the peers' copy)",
+  other: 'ioredis clients passed in, of another ioredis copy',
+};
+const passedIn = (setup) => (setup === 'same' ? 'clients passed in, same ioredis copy' : 'clients passed in, other ioredis copy');
 
 export const adapters = {
   'nest-redlock': {
@@ -91,6 +163,39 @@ export const adapters = {
     variant: 'speed', // the plain Redlock protocol, as the other libraries run it: what both features cost together
     create: nestRedlock({ fencing: false, fairWaiting: false }),
   },
+
+  'nest-redlock (node-redis clients)': {
+    waits: 'as nest-redlock',
+    variant: 'speed', // the node-redis adapter beside the ioredis connections of the same run
+    create: nestRedlockOver(async (url) => {
+      const { createClient } = await import('redis');
+      const client = createClient({ url, disableOfflineQueue: true });
+      client.on('error', () => undefined); // a node down is part of the scenario
+      return client.connect();
+    }),
+  },
+
+  'nest-redlock (iovalkey clients)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    create: nestRedlockOver(async (url) => {
+      const { Valkey } = await import('iovalkey');
+      const client = new Valkey(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+      client.on('error', () => undefined);
+      if (client.status !== 'ready') await once(client, 'ready');
+      return client;
+    }),
+  },
+
+  ...Object.fromEntries(
+    Object.keys(clientSetups).flatMap((setup) => [
+      [`nest-redlock (${passedIn(setup)})`, { waits: 'as nest-redlock', variant: 'speed', clients: setup, create: nestRedlock({}, setup) }],
+      [
+        `nest-redlock (fencing and fair waiting off, ${passedIn(setup)})`,
+        { waits: 'as nest-redlock', variant: 'speed', clients: setup, create: nestRedlock({ fencing: false, fairWaiting: false }, setup) },
+      ],
+    ]),
+  ),
 
   'nest-redlock (fair waiting off)': {
     waits: 'as nest-redlock, but plain jittered polling (fairWaiting: false)',
@@ -172,6 +277,33 @@ export const adapters = {
     waits: 'retryCount -1 (forever), default retryDelay 200 ± 100 ms',
     async create(urls, options) {
       return redlockV5Api((await import('@sesamecare-oss/redlock')).Redlock, urls, options);
+    },
+  },
+
+  /**
+   * The successor its maintainers name for @sesamecare-oss/redlock, through its
+   * ioredis adapter. Its lock objects are per key (`createRedlock({ key })`), so
+   * one is made per acquisition; its round waits for every node (allSettled).
+   */
+  'redlock-universal': {
+    waits: 'retryAttempts 1e9, default retryDelay 200 ms (no jitter)',
+    async create(urls, { wait }) {
+      const { createRedlock, IoredisAdapter } = await import('redlock-universal');
+      const clients = await clientsFor(urls);
+      const adapters = clients.map((c) => new IoredisAdapter(c));
+      const retries = { retryAttempts: wait ? 1e9 : 0 };
+      return {
+        ready: async () => undefined,
+        async acquire(key, ttl) {
+          const lock = createRedlock({ adapters, key, ttl, ...retries });
+          return { lock, handle: await lock.acquire() };
+        },
+        async release({ lock, handle }) {
+          if (!(await lock.release(handle))) throw new Error('release not confirmed by a quorum');
+        },
+        attempts: ({ handle }) => handle.metadata?.attempts,
+        close: () => closeAll(clients),
+      };
     },
   },
 

@@ -1,11 +1,13 @@
 // 7. Node count: the uncontended cycle on 1, 3, 5 and 7 nodes, this library against the raw round.
+import { adapters } from '../adapters/index.mjs';
 import { P, isPeer } from '../settings.mjs';
 import { fmt, ratio, table } from '../report.mjs';
 import { latency } from './latency.mjs';
 
 export async function nodeCount({ results, nodes, libs }) {
   const LIBS = libs.speed;
-  const NLIBS = LIBS.filter((l) => !isPeer(l));
+  // Its own connections only: the client setups are compared in the other speed scenarios.
+  const NLIBS = LIBS.filter((l) => !isPeer(l) && !adapters[l].clients);
   const scale = {};
   for (const n of [1, 3, 5, 7]) {
     scale[n] = await latency(

@@ -42,6 +42,8 @@ export interface AcquireHost {
   /** The first connections, while they are being made. */
   readonly connecting: () => Promise<void> | undefined;
   readonly emit: (event: LockEvent) => void;
+  /** Someone listens to lock events: the hot path builds none for nobody. */
+  readonly listening: () => boolean;
 }
 
 /** The retry loop of `acquire`, apart from the attempt (node-redlock's `_execute` beside `_attemptOperation`). */
@@ -119,7 +121,7 @@ export class AcquireLoop {
 
   /** The attempt took the lock: it is held, and handed to the caller. */
   private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number, queuedOn: readonly boolean[]): Lock {
-    const { owner, options, locks, emit } = this.#host;
+    const { owner, options, locks, emit, listening } = this.#host;
     const lock = new Lock(owner, {
       id: plan.id,
       resources: plan.names,
@@ -148,6 +150,7 @@ export class AcquireLoop {
       locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
     }
     if (plan.autoExtend) lock.startAutoExtend();
+    if (!listening()) return lock;
     emit({
       type: 'acquired',
       at: Date.now(),

@@ -6,6 +6,7 @@ export type { NodeHealth } from './node-health.js';
 export type { LostStream, LostObserver } from './lost-stream.js';
 export type { NodeSpec } from './clients/connection-for.js';
 export type { IoredisClientLike, RedisClient } from './clients/ioredis.connection.js';
+export type { NodeRedisClientLike, NodeRedisClusterLike } from './clients/node-redis.connection.js';
 export type { RedlockOptions, AcquireOptions, RetryOptions, AutoExtendOptions } from './options.js';
 export { MAX_TTL } from './options.js';
 export { MAX_RESOURCE_LENGTH, MAX_RESOURCES } from './keys.js';

@@ -28,11 +28,12 @@ export interface LockInit {
   readonly maxExtensions: number;
 }
 
-const secrets = new WeakMap<Lock, string>();
+/** Set by Lock's static block: the one way to a lock's secret from outside the class. */
+let readSecret: (lock: Lock) => string;
 
 /** The holder's secret value of a lock: for the client's scripts only, never for logs. */
 export function secretOf(lock: Lock): string {
-  return secrets.get(lock)!;
+  return readSecret(lock);
 }
 
 /**
@@ -73,6 +74,13 @@ export class Lock {
 
   /** The client that made it: truly private, so that no logger walks into its nodes. */
   readonly #owner: LockOwner;
+  // A private field, which no inspect, serializer or logger reaches; a WeakMap
+  // beside the class cost a table insertion per lock and work in every GC.
+  readonly #secret: string;
+
+  static {
+    readSecret = (lock) => lock.#secret;
+  }
 
   /** Created by `Redlock` (`acquire`, `using`); not for user code. */
   constructor(owner: LockOwner, init: LockInit) {
@@ -85,7 +93,7 @@ export class Lock {
     this.expiry = init.expiresAt;
     this.threshold = init.threshold;
     this.maxExtensions = init.maxExtensions;
-    secrets.set(this, init.value);
+    this.#secret = init.value;
   }
 
   /** The ttl of the last acquire or extend, ms. */

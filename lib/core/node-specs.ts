@@ -8,14 +8,14 @@ import { LockNode, type NodeSpec } from './node.js';
  */
 export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
   if (!Array.isArray(specs) || specs.length === 0) {
-    throw new InvalidArgumentError('nodes', 'a non-empty array of ioredis clients, URLs or options', specs);
+    throw new InvalidArgumentError('nodes', 'a non-empty array of clients (ioredis, node-redis), URLs or ioredis options', specs);
   }
   const nodes: LockNode[] = [];
   const seen = new Map<string, number>();
   try {
     specs.forEach((spec, i) => {
       if (spec === null || (typeof spec !== 'string' && typeof spec !== 'object')) {
-        throw new InvalidArgumentError(`nodes[${i}]`, 'an ioredis client, a URL or an options object', spec);
+        throw new InvalidArgumentError(`nodes[${i}]`, 'a client (ioredis, node-redis), a URL or an ioredis options object', spec);
       }
       // An unset environment variable split on commas gives '': it must not become localhost:6379.
       if (typeof spec === 'string' && !NODE_URL.test(spec)) {
@@ -31,7 +31,7 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       } catch (error) {
         throw new InvalidArgumentError(
           `nodes[${i}]`,
-          `a node ioredis accepts (${error instanceof Error ? error.message : String(error)})`,
+          `a usable node (${error instanceof Error ? error.message : String(error)})`,
           typeof spec === 'string' ? withoutCredentials(spec) : spec,
         );
       }

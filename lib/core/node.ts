@@ -201,23 +201,26 @@ export class LockNode {
     };
     const batch = this.pending.size > 0;
     this.pending.set(settle, performance.now());
-    // A write that throws (an argument the client cannot encode, a command too
-    // large) fails this command only: its pending entry must not outlive it, or
-    // the node would count as hung from then on.
-    const write = (batched: boolean) => {
-      try {
-        if (batched) this.connection.batch();
-        const { command, keys, argv } = call;
-        if (command === SET_NX) this.connection.setNx(keys[0]!, argv[0]!, argv[1]!, settle);
-        else this.connection.evalsha(command as Script, keys, argv, settle, fallbackUntil);
-      } catch (error) {
-        settle(error instanceof Error ? error : new Error(String(error)));
-      }
-    };
     if (this.firstReady && !this.connection.isReady) {
-      this.firstReady.then(() => write(false), settle);
+      this.firstReady.then(() => this.write(call, settle, false, fallbackUntil), settle);
     } else {
-      write(batch);
+      this.write(call, settle, batch, fallbackUntil);
+    }
+  }
+
+  /**
+   * Writes one command of `send`. A write that throws (an argument the client
+   * cannot encode, a command too large) fails this command only: its pending
+   * entry must not outlive it, or the node would count as hung from then on.
+   */
+  private write(call: Call<unknown>, settle: Done, batched: boolean, fallbackUntil: number): void {
+    try {
+      if (batched) this.connection.batch();
+      const { command, keys, argv } = call;
+      if (command === SET_NX) this.connection.setNx(keys[0]!, argv[0]!, argv[1]!, settle);
+      else this.connection.evalsha(command as Script, keys, argv, settle, fallbackUntil);
+    } catch (error) {
+      settle(error instanceof Error ? error : new Error(String(error)));
     }
   }
 

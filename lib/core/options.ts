@@ -44,7 +44,11 @@ export interface RedlockOptions extends RetryOptions {
    * acquisitions of its resources; `false` turns the counters off.
    */
   readonly fencing?: boolean;
-  /** How long an unused resource's fencing counter is kept, ms. Default 7 days. */
+  /**
+   * How long an unused resource's fencing counter is kept, ms. Default 24 hours:
+   * tokens stay ordered across a counter's expiry while no client's clock is
+   * ahead of another's by more than this (README, "Fencing tokens").
+   */
   readonly fencingRetention?: number;
   /** Automatic extension, for `using` and `autoExtend` locks. */
   readonly autoExtend?: AutoExtendOptions;
@@ -133,7 +137,9 @@ export const DEFAULTS = Object.freeze({
   retryCount: 10,
   retryDelay: 200,
   retryJitter: 100,
-  fencingRetention: 7 * 24 * 3600 * 1000,
+  // 24 hours: covers whole-hour clock errors (a hardware clock read in the wrong
+  // time zone is off by up to 14 h) at a seventh of the 7 days' footprint.
+  fencingRetention: 24 * 3600 * 1000,
   threshold: 0.5,
   maxExtensions: Infinity,
   shutdownGrace: 10_000,

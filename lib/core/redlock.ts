@@ -119,6 +119,7 @@ export class Redlock {
       wakePrefix: this.wakePrefix,
       connecting: () => this.connecting,
       emit: (event) => this.emit(event),
+      listening: () => this.listeners.size > 0,
     });
     if (options.onEvent) this.listeners.add(options.onEvent);
     this.detach = watchNodes(this.#nodes, {
@@ -300,15 +301,17 @@ export class Redlock {
       targets: held.sentTo,
     });
     if (!wasHeld) return; // lost already: reported then, and best effort now
-    this.emit({
-      type: 'released',
-      at: Date.now(),
-      lockId: lock.id,
-      resources: lock.resources,
-      heldFor,
-      elapsed: round.elapsed,
-      confirmed: round.yes.length,
-    });
+    if (this.listeners.size > 0) {
+      this.emit({
+        type: 'released',
+        at: Date.now(),
+        lockId: lock.id,
+        resources: lock.resources,
+        heldFor,
+        elapsed: round.elapsed,
+        confirmed: round.yes.length,
+      });
+    }
     if (round.yes.length < this.quorum) {
       throw new QuorumUnreachableError(
         'release',

@@ -93,8 +93,12 @@ class Tally<N extends RoundNode> {
   private silent: number;
   private decided = false;
   private timedOut = false;
-  private settle!: () => void;
-  private readonly settled = new Promise<void>((resolve) => (this.settle = resolve));
+  /** Every node answered, or the timer fired: `settled` resolves. */
+  private over = false;
+  // `settled` is awaited only by the undo of a failed attempt: its promise is made
+  // when first asked for, not in every round.
+  private settledPromise: Promise<void> | undefined;
+  private onSettled: (() => void) | undefined;
   /** The one timer of the round: the deadline of the decision, and of `settled`. */
   private readonly timer: NodeJS.Timeout;
 
@@ -109,8 +113,18 @@ class Tally<N extends RoundNode> {
     this.timer = setTimeout(() => {
       this.timedOut = true;
       if (!this.decided) this.decide(true);
-      this.settle();
+      this.finish();
     }, round.timeout);
+  }
+
+  private finish(): void {
+    this.over = true;
+    this.onSettled?.();
+  }
+
+  whenSettled(): Promise<void> {
+    if (this.over) return Promise.resolve();
+    return (this.settledPromise ??= new Promise<void>((resolve) => (this.onSettled = resolve)));
   }
 
   /** Sends the command to one node, or counts it at once (not a target, or hung on earlier commands). */
@@ -157,7 +171,7 @@ class Tally<N extends RoundNode> {
     this.outcomes[index] = report;
     if (--this.silent === 0) {
       clearTimeout(this.timer);
-      this.settle();
+      this.finish();
     }
     if (this.decided) return;
     const { nodes, until, quorum } = this.round;
@@ -173,14 +187,32 @@ class Tally<N extends RoundNode> {
     this.decided = true;
     const snapshot = (missing: NodeOutcome) => () =>
       this.round.nodes.map((node, i): NodeReport => this.outcomes[i] ?? { node: node.label, outcome: missing });
-    this.resolve({
-      yes: this.yes,
-      reports: snapshot(byTimer ? 'timeout' : 'pending')(),
-      elapsed: performance.now() - this.started,
-      late: snapshot('timeout'),
-      settled: this.settled,
-      sent: this.sent,
-    });
+    this.resolve(
+      new Decided(
+        this.yes,
+        snapshot(byTimer ? 'timeout' : 'pending')(),
+        performance.now() - this.started,
+        snapshot('timeout'),
+        this.sent,
+        this,
+      ),
+    );
+  }
+}
+
+/** A decided round; its `settled` promise is made only if asked for. */
+class Decided implements RoundResult {
+  constructor(
+    readonly yes: RoundResult['yes'],
+    readonly reports: readonly NodeReport[],
+    readonly elapsed: number,
+    readonly late: () => readonly NodeReport[],
+    readonly sent: readonly boolean[],
+    private readonly tally: { whenSettled(): Promise<void> },
+  ) {}
+
+  get settled(): Promise<void> {
+    return this.tally.whenSettled();
   }
 }
 

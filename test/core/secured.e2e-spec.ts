@@ -9,6 +9,7 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { findFreePort } from '../support/redis-node.js';
 import { checkedCommand } from '../support/resp.js';
 import { until } from '../support/until.js';
+import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisClient } from '../support/node-redis-clients.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'redlock-tls-'));
 let tlsFleets: RedisFleet[];
@@ -156,6 +157,30 @@ describe('secured nodes', () => {
       await outside.close();
     } finally {
       await Promise.all([redlock.close(), other.close()]);
+    }
+  });
+});
+
+describe.each(NODE_REDIS_VERSIONS)('secured nodes through node-redis clients: $name', (version) => {
+  it('locks and wakes a waiter over TLS (its options passed through to the wake-up connections) and as the ACL user', async () => {
+    const tls = () => tlsPorts.map((port) => connected(version.client(`rediss://127.0.0.1:${port}`, { socket: { tls: true, ca } })));
+    const acl = () => aclFleet.nodes.map((n) => connected(version.client(`redis://locker:locker-pw@127.0.0.1:${n.port}`)));
+    for (const open of [tls, acl]) {
+      const nodes: NodeRedisClient[] = await Promise.all(open());
+      const holder = new Redlock({ nodes: nodes as never[] });
+      const waiter = new Redlock({ nodes: nodes as never[], retryDelay: 5000, retryJitter: 0 });
+      try {
+        const held = await holder.acquire('secured', 5000);
+        const waiting = waiter.acquire('secured', 5000);
+        await until(async () => (await holder.inspect('secured')).waiters > 0, 'the waiter in the queue');
+        const released = performance.now();
+        await held.release();
+        await (await waiting).release();
+        expect(performance.now() - released).toBeLessThan(2500); // woken, not polled after 5 s
+      } finally {
+        await Promise.all([holder.close(), waiter.close()]);
+        await Promise.all(nodes.map(closeClient));
+      }
     }
   });
 });

@@ -52,6 +52,7 @@ describe('README', () => {
         'nest-redlock': ['lib/index.ts'],
         'nest-redlock/health': ['lib/health/index.ts'],
         'nest-redlock/testing': ['lib/testing/index.ts'],
+        redis: ['node_modules/redis5'], // the README's node-redis example, on the v5 the tests install
       },
       rootDir: root,
     };

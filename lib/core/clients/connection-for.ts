@@ -1,13 +1,14 @@
 import type { RedisOptions } from 'ioredis';
 import type { LockConnection } from '../connection.js';
 import { IoredisConnection, isIoredis, openIoredis, type IoredisClientLike, type RedisClient } from './ioredis.connection.js';
+import { NodeRedisConnection, isNodeRedis, type NodeRedisClientLike, type NodeRedisClusterLike } from './node-redis.connection.js';
 
 /**
  * One Redlock node, as given by the user: a client of a library this package
  * knows (left open by `close()`), a connection URL or an ioredis options object
  * (connected and closed by the lock client).
  */
-export type NodeSpec = RedisClient | IoredisClientLike | string | RedisOptions;
+export type NodeSpec = RedisClient | IoredisClientLike | NodeRedisClientLike | NodeRedisClusterLike | string | RedisOptions;
 
 /**
  * The connection for one node spec, and whether the lock client opened it (and
@@ -20,7 +21,8 @@ export function connectionFor(spec: NodeSpec): { connection: LockConnection; own
     return { connection: new IoredisConnection(openIoredis(spec as string | RedisOptions)), owned: true };
   }
   if (isIoredis(spec)) return { connection: new IoredisConnection(spec), owned: false };
-  throw new TypeError(`${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster)`);
+  if (isNodeRedis(spec)) return { connection: new NodeRedisConnection(spec), owned: false };
+  throw new TypeError(`${nameOf(spec)} is not a client this library knows (an ioredis Redis or Cluster, a node-redis client or cluster)`);
 }
 
 function isPlainObject(value: object): boolean {

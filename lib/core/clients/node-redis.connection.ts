@@ -1,0 +1,272 @@
+import type { LockConnection, Subscription } from '../connection.js';
+import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
+import { hostOf } from './host.js';
+import { clientEvents, clusterEvents, type EventSource } from './node-redis.events.js';
+
+/**
+ * A node-redis client (`createClient` of `redis` / `@redis/client`, v4 to v6)
+ * of any copy of the package, typed by shape: the lock client never imports
+ * node-redis, the application brings it (and connects it).
+ */
+export interface NodeRedisClientLike {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  sendCommand(...args: any[]): Promise<unknown>;
+  duplicate(...args: any[]): unknown;
+}
+
+/** A node-redis cluster (`createCluster`, v4 to v6), typed by shape. */
+export interface NodeRedisClusterLike {
+  readonly isOpen: boolean;
+  readonly masters: readonly unknown[];
+  sendCommand(...args: any[]): Promise<unknown>;
+  duplicate(...args: any[]): unknown;
+}
+
+type Shape = Partial<Record<'sendCommand' | 'duplicate' | 'isOpen' | 'isReady' | 'masters', unknown>>;
+
+/**
+ * True for a node-redis client or cluster of any copy of the package: both
+ * send raw commands with `sendCommand` and say `isOpen`; a cluster lists its
+ * `masters`. (ioredis clients have neither `isOpen` nor `masters`.)
+ */
+export function isNodeRedis(client: object): client is NodeRedisClientLike | NodeRedisClusterLike {
+  const c = client as Shape;
+  if (typeof c.sendCommand !== 'function' || typeof c.duplicate !== 'function' || typeof c.isOpen !== 'boolean') return false;
+  return Array.isArray(c.masters) || typeof c.isReady === 'boolean';
+}
+
+/** The options node-redis keeps (v4 to v6): the socket's address, a URL, the database. */
+interface ClientOptions {
+  url?: string;
+  database?: number;
+  legacyMode?: boolean;
+  socket?: { host?: string; port?: number; path?: string; [option: string]: unknown };
+}
+
+/** What the adapter uses of either kind of client, beside `sendCommand`. */
+interface Client extends EventSource {
+  readonly isOpen: boolean;
+  readonly isReady?: boolean;
+  readonly options?: ClientOptions;
+  readonly masters?: readonly { host?: string; port?: number }[];
+  readonly _options?: { rootNodes?: readonly { url?: string; socket?: ClientOptions['socket'] }[] };
+  readonly v4?: { sendCommand(args: string[]): Promise<unknown> };
+  sendCommand(...args: unknown[]): Promise<unknown>;
+  duplicate(overrides?: object): Client;
+  connect(): Promise<unknown>;
+  subscribe(channel: string, listener: (message: unknown) => void): Promise<unknown>;
+  unref?(): void;
+  // v5 and later: close / destroy; v4: quit / disconnect.
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  destroy?(): void;
+  disconnect?(): Promise<unknown>;
+}
+
+/**
+ * Replies in node-redis's default types (strings, numbers, arrays, null),
+ * whatever type mapping the application gave its client (Buffers, Maps): the
+ * scripts' contracts decode those. RESP3 script replies need nothing more: a
+ * script that never calls `redis.setresp(3)` replies as under RESP2.
+ */
+const RAW = { typeMapping: {} };
+
+/**
+ * A node reached through node-redis, standalone or cluster, by raw commands
+ * (`sendCommand`), which are the same in v4, v5 and v6: one code path for all.
+ * The application connects and closes its client; the lock client never does.
+ */
+export class NodeRedisConnection implements LockConnection {
+  readonly identity: string;
+  readonly isCluster: boolean;
+  // The client's options hold the node's password: truly private.
+  readonly #client: Client;
+  readonly #send: (firstKey: string | undefined, args: string[]) => Promise<unknown>;
+  readonly #scripts: ScriptRunner;
+  readonly #on: LockConnection['on'];
+
+  constructor(client: NodeRedisClientLike | NodeRedisClusterLike) {
+    const c = client as unknown as Client;
+    this.#client = c;
+    this.isCluster = Array.isArray(c.masters);
+    if (this.isCluster) {
+      this.identity = clusterIdentity(c);
+      this.#send = (firstKey, args) => c.sendCommand(firstKey, false, args, RAW);
+      this.#on = clusterEvents(c);
+    } else {
+      this.identity = standaloneIdentity(c.options ?? {});
+      // A v4 client in legacy mode has a callback sendCommand; its promise one is `v4`'s.
+      const legacy = c.options?.legacyMode === true && c.v4 !== undefined;
+      this.#send = legacy ? (_, args) => c.v4!.sendCommand(args) : (_, args) => c.sendCommand(args, RAW);
+      this.#on = clientEvents(c);
+    }
+    const withKeys = (command: string, first: string, numKeys: number, rest: (string | number)[]) =>
+      this.#send(numKeys > 0 ? String(rest[0]) : undefined, [command, first, String(numKeys), ...rest.map(String)]);
+    this.#scripts = {
+      evalsha: (sha, numKeys, ...rest) => withKeys('EVALSHA', sha, numKeys, rest),
+      eval: (lua, numKeys, ...rest) => withKeys('EVAL', lua, numKeys, rest),
+    };
+  }
+
+  get isReady(): boolean {
+    return this.#client.isReady ?? this.#client.isOpen;
+  }
+
+  get state(): string {
+    return this.isReady ? 'ready' : this.#client.isOpen ? 'reconnecting' : 'closed';
+  }
+
+  evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    sendScript(this.#scripts, script, keys, argv, done, fallbackUntil);
+  }
+
+  setNx(key: string, value: string, ttl: string, done: Done): void {
+    this.#send(key, ['SET', key, value, 'PX', ttl, 'NX']).then(
+      (reply) => done(undefined, reply),
+      (error: unknown) => done(error ?? new Error('SET NX failed')),
+    );
+  }
+
+  batch(): void {
+    // node-redis writes the commands of a tick together by itself (v4 corks its socket, v5 and later write on setImmediate).
+  }
+
+  loadScripts(scripts: readonly Script[]): Promise<void> {
+    // A cluster's shards each load a script at its first NOSCRIPT.
+    if (this.isCluster) return Promise.resolve();
+    return Promise.all(scripts.map((script) => this.#send(undefined, ['SCRIPT', 'LOAD', script.lua]))).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  info(): Promise<string> {
+    return this.#send(undefined, ['INFO', 'server']).then(String);
+  }
+
+  ping(): Promise<string> {
+    return this.#send(undefined, ['PING']).then(String);
+  }
+
+  on(event: 'ready' | 'lost' | 'end' | 'error', listener: (error?: any) => void): () => void {
+    return this.#on(event as 'ready', listener);
+  }
+
+  subscribe(channel: string, onMessage: (message: string) => void): Subscription {
+    return this.isCluster ? subscribeCluster(this.#client, channel, onMessage) : subscribeClient(this.#client, channel, onMessage);
+  }
+
+  connect(): void {
+    // The application connects its node-redis clients (`await client.connect()`):
+    // connecting one here would make the application's own connect() throw.
+  }
+
+  quit(): Promise<boolean> {
+    const client = this.#client;
+    return Promise.resolve()
+      .then(() => (client.close ? client.close() : client.quit?.()))
+      .then(
+        () => true,
+        () => false,
+      );
+  }
+
+  disconnect(): void {
+    destroy(this.#client);
+  }
+}
+
+/** Closes a client at once; nothing if it is closed already. */
+function destroy(client: Client): void {
+  try {
+    if (client.destroy) client.destroy();
+    else void client.disconnect?.().catch(() => undefined);
+  } catch {
+    // Closed already (ClientClosedError).
+  }
+}
+
+/**
+ * A connection of its own for wake-ups (a subscribed connection cannot run
+ * scripts), with the client's options and a reconnect strategy that stops once
+ * closed: destroying a client whose connect is under way would leave its socket
+ * open, so a closed subscriber is ended by its next connect attempt or at 'ready'.
+ */
+function subscribeClient(client: Client, channel: string, onMessage: (message: string) => void): Subscription {
+  let closed = false;
+  const socket = {
+    ...client.options?.socket,
+    reconnectStrategy: (retries: number) => (closed ? new Error('unsubscribed') : Math.min(retries * 50, 500)),
+  };
+  const subscriber = client.duplicate({ socket, legacyMode: false });
+  subscriber.on('error', () => undefined); // the lock connection reports node errors
+  subscriber.on('ready', () => closed && destroy(subscriber));
+  const confirmed = subscriber
+    .connect()
+    .then(() => subscriber.subscribe(channel, (message) => onMessage(String(message))))
+    .then(
+      () => undefined,
+      () => undefined,
+    );
+  return {
+    confirmed,
+    close: () => {
+      closed = true;
+      if (subscriber.isReady) destroy(subscriber);
+      else subscriber.unref?.(); // still connecting: must not keep the process alive meanwhile
+    },
+  };
+}
+
+/** A duplicate of the cluster for wake-ups (a PUBLISH reaches every shard). */
+function subscribeCluster(cluster: Client, channel: string, onMessage: (message: string) => void): Subscription {
+  let closed = false;
+  const subscriber = cluster.duplicate();
+  subscriber.on('error', () => undefined);
+  const connected = subscriber.connect();
+  const confirmed = connected
+    .then(() => (closed ? undefined : subscriber.subscribe(channel, (message) => onMessage(String(message)))))
+    .then(
+      () => undefined,
+      () => undefined,
+    );
+  return {
+    confirmed,
+    close: () => {
+      closed = true;
+      // A cluster's connect ends (it does not retry forever): close it once that settled.
+      void confirmed.then(() => destroy(subscriber));
+    },
+  };
+}
+
+function standaloneIdentity(options: ClientOptions): string {
+  const { socket = {}, url, database } = options;
+  if (socket.path) return `unix:${socket.path}/${database ?? 0}`;
+  const parsed = url ? new URL(url) : undefined;
+  const host = socket.host ?? parsed?.hostname;
+  const port = socket.port ?? (parsed?.port ? Number(parsed.port) : 6379);
+  const db = database ?? (parsed && parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0);
+  return `${hostOf(host)}:${port}/${db}`;
+}
+
+/**
+ * `cluster(host:port,...)` of its root nodes (v5 and later keep them in
+ * `_options`), else of its masters (v4 keeps its options private; its masters
+ * are known once it is connected).
+ */
+function clusterIdentity(cluster: Client): string {
+  const roots = cluster._options?.rootNodes ?? cluster.masters ?? [];
+  if (roots.length === 0) {
+    throw new Error('a node-redis cluster is known by its nodes: connect it first (await cluster.connect())');
+  }
+  const addresses = roots.map((node) => {
+    const { url, socket } = node as { url?: string; socket?: ClientOptions['socket'] };
+    const parsed = url ? new URL(url) : undefined;
+    const { host, port } =
+      socket ?? (url ? { host: parsed!.hostname, port: Number(parsed!.port || 6379) } : (node as ClientOptions['socket'])!);
+    return `${hostOf(host)}:${port ?? 6379}`;
+  });
+  return `cluster(${addresses.sort().join(',')})`;
+}

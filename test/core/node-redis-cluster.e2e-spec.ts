@@ -1,0 +1,99 @@
+/**
+ * A node-redis cluster (`createCluster` of redis v4, v5, v6) as one lock node
+ * beside two standalone servers. One cluster for the whole file.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidArgumentError, Redlock, type NodeSpec } from '../../lib/index.js';
+import { connectionFor } from '../../lib/core/clients/connection-for.js';
+import { RedisClusterFleet } from '../support/redis-cluster.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
+import { until } from '../support/until.js';
+
+let cluster: RedisClusterFleet;
+let standalone: RedisFleet;
+
+beforeAll(async () => {
+  [cluster, standalone] = await Promise.all([RedisClusterFleet.start(3), startFleet(2)]);
+});
+afterAll(async () => {
+  await Promise.all([cluster?.stop(), standalone?.stop()]);
+});
+
+/** Connections of every shard's server, counted on the servers. */
+async function shardConnections(): Promise<number> {
+  const counts = await Promise.all(
+    cluster.nodes.map(async (n) => {
+      const r = new Redis(n.port);
+      const list = (await r.client('LIST')) as string;
+      r.disconnect();
+      return list.trim().split('\n').length - 1; // not this one
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name', (version) => {
+  let nodeRedis: NodeRedisCluster;
+  const clients: Redlock[] = [];
+  const redlock = (options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}) => {
+    const client = new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls], ...options });
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    nodeRedis = await connected(version.cluster(cluster.seeds));
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+  afterAll(async () => {
+    await closeClient(nodeRedis);
+  });
+
+  it('is known by its root nodes, as an ioredis Cluster of the same seeds is', () => {
+    const { connection, owned } = connectionFor(nodeRedis as NodeSpec);
+    expect([owned, connection.isCluster]).toEqual([false, true]);
+    const seeds = cluster.seeds.map((s) => `127.0.0.1:${s.port}`).sort();
+    expect(connection.identity).toBe(`cluster(${seeds.join(',')})`);
+    expect(() => new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls, nodeRedis as NodeSpec] })).toThrow(InvalidArgumentError);
+  });
+
+  it('excludes concurrent holders and grows fencing tokens', async () => {
+    const client = redlock({ retryCount: 1000, retryDelay: 2 });
+    let inside = 0;
+    let max = 0;
+    const tokens: number[] = [];
+    await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        client.using(`job:${version.name}:${i % 4}`, 2000, async (lock) => {
+          if (i % 4 !== 0) return;
+          tokens.push(lock.fencingToken!);
+          max = Math.max(max, ++inside);
+          await sleep(1);
+          inside--;
+        }),
+      ),
+    );
+    expect([max, tokens.length]).toEqual([1, 4]);
+    expect([...tokens].sort((a, b) => a - b)).toEqual(tokens);
+  });
+
+  it('wakes a waiter through the cluster pub/sub, and closes the connections it opened for it', async () => {
+    const before = await shardConnections();
+    const holder = redlock();
+    const waiter = redlock({ retryDelay: 5000, retryJitter: 0 });
+    const held = await holder.acquire('woken', 10_000);
+    const waiting = waiter.acquire('woken', 10_000);
+    await until(async () => (await holder.inspect('woken')).waiters > 0, 'the waiter in the queue');
+    const released = performance.now();
+    await held.release();
+    await (await waiting).release();
+    expect(performance.now() - released).toBeLessThan(1000);
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await until(async () => (await shardConnections()) === before, 'the wake-up connections closed');
+  });
+});
