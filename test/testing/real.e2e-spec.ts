@@ -2,20 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import {
-  ACQUIRE,
-  CONFIRM_TOKEN,
-  EXTEND,
-  FENCED_ACCESS,
-  INSPECT,
-  LEAVE_QUEUE,
-  RELEASE,
-  runScript,
-  type Script,
-} from '../../lib/core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour, type LockBackend } from './lock-behaviour.js';
 import { describePermitBehaviour } from './permit-behaviour.js';
+import { normalize, runBoth, seeded, snapshot, type Side } from './differential.js';
 
 // The same suite as memory.spec.ts, on three redis-server nodes: what the
 // in-memory nodes of nest-redlock/testing promise is what Redis does.
@@ -58,19 +49,10 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     await fleet?.stop();
   });
 
-  /** Numbers that are clock readings or ttls become their kind; small counts and codes stay. */
-  const normalize = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(normalize);
-    if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
-    if (typeof value === 'number' && value >= 1e12) return 'clock';
-    if (typeof value === 'number' && value > 100) return 'ttl';
-    return value;
-  };
-
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [0x5eed, 7, 42];
 
-  it.each(SEEDS)(`on ${STEPS} random calls of every script (seed %i)`, async (initialSeed) => {
+  it.each(SEEDS)(`on ${STEPS} random calls of every mutex script (seed %i)`, async (initialSeed) => {
     await redis.flushall();
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();
@@ -83,15 +65,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     await redisSubscriber.subscribe(...channels);
     await memorySubscriber.subscribe(...channels);
 
-    // mulberry32: a small seeded generator, so that a failure can be replayed.
-    let seed = initialSeed;
-    const random = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const { random, pick } = seeded(initialSeed);
     const subset = () => {
       const all = ['a', 'b', 'c'].filter(() => random() < 0.5);
       return all.length ? all : [pick(['a', 'b', 'c'])];
@@ -101,14 +75,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     const base = Date.now();
     const tokens = { redis: 0, memory: 0 };
 
-    /** Runs one call on both; `args` (drawn before, not inside) differs by side only in a token each side issued. */
-    const run = async (script: Script, keys: string[], args: (side: 'redis' | 'memory') => (string | number)[]) => {
-      const [fromRedis, fromMemory] = await Promise.all([
-        runScript(redis, script, keys, args('redis')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
-        runScript(memory, script, keys, args('memory')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
-      ]);
-      return { fromRedis, fromMemory };
-    };
+    const run = (script: Script, keys: string[], args: (side: Side) => (string | number)[]) => runBoth(redis, memory, script, keys, args);
 
     const steps: string[] = [];
     for (let step = 0; step < STEPS; step++) {
@@ -181,20 +148,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     }
 
     // The same keys, each with the same content (queue deadlines are clock readings).
-    const snapshot = async (client: Redis | MemoryRedisNode) => {
-      const out: Record<string, unknown> = {};
-      for (const key of (await client.keys('d:*')).sort()) {
-        const type = await client.type(key);
-        out[key] =
-          type === 'string'
-            ? normalize(await client.get(key))
-            : type === 'zset'
-              ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
-              : normalize(Object.entries(await client.hgetall(key)).sort());
-      }
-      return out;
-    };
-    const [inRedis, inMemory] = await Promise.all([snapshot(redis), snapshot(memory)]);
+    const [inRedis, inMemory] = await Promise.all([snapshot(redis, 'd:'), snapshot(memory, 'd:')]);
     expect(inMemory).toEqual(inRedis);
     expect(Object.keys(inRedis).some((k) => k.startsWith('d:queue:'))).toBe(true);
     await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);

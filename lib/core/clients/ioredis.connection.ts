@@ -139,18 +139,22 @@ export class IoredisConnection implements LockConnection {
   }
 
   subscribe(channel: string, onMessage: (message: string) => void): Subscription {
+    // ioredis resubscribes after a reconnect on its own, through a promise no one
+    // catches: a node lost again before it answered (or a close() meanwhile)
+    // rejected it, "Connection is closed.", and the process died of an unhandled
+    // rejection (fault suite, nodes killed in turn). Resubscribed here instead.
     const subscriber = this.isCluster
       ? (this.#client as unknown as Cluster).duplicate()
-      : this.#client.duplicate({ lazyConnect: false, enableOfflineQueue: true });
+      : this.#client.duplicate({ lazyConnect: false, enableOfflineQueue: true, autoResubscribe: false });
     subscriber.on('error', () => undefined); // the lock connection reports node errors
     subscriber.on('message', (_channel: string, message: string) => onMessage(message));
-    return {
-      confirmed: subscriber.subscribe(channel).then(
-        () => undefined,
-        () => undefined,
-      ),
-      close: () => subscriber.disconnect(),
-    };
+    let settled = false;
+    const confirmed = subscriber.subscribe(channel).then(
+      () => void (settled = true),
+      () => void (settled = true),
+    );
+    if (!this.isCluster) resubscribeOnReady(subscriber as Redis, channel, () => settled);
+    return { confirmed, close: () => subscriber.disconnect() };
   }
 
   connect(): void {
@@ -171,6 +175,19 @@ export class IoredisConnection implements LockConnection {
   disconnect(): void {
     this.#client.disconnect();
   }
+}
+
+/**
+ * SUBSCRIBE again at each 'ready', its failure caught; except at the first
+ * while the first SUBSCRIBE is still queued (it goes out then). A SUBSCRIBE
+ * lost with its connection is dropped by ioredis without an answer
+ * (autoResendUnfulfilledCommands off): the next 'ready' sends it again.
+ */
+function resubscribeOnReady(subscriber: Redis, channel: string, firstSettled: () => boolean): void {
+  let readies = 0;
+  subscriber.on('ready', () => {
+    if (readies++ > 0 || firstSettled()) subscriber.subscribe(channel).catch(() => undefined);
+  });
 }
 
 function standaloneIdentity({ host, port, path, db }: RedisOptions): string {
