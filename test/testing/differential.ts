@@ -15,6 +15,14 @@ export interface Replies {
 }
 
 /** Numbers that are clock readings or ttls become their kind; small counts and codes stay. */
+/**
+ * An error reply by its code. KeyDB words an error raised inside a script as
+ * `ERR Error running script ... WRONGTYPE ...`, where Redis and Valkey say
+ * `WRONGTYPE ...`: the library looks for the code anywhere in the message, so
+ * this does too.
+ */
+const errorCode = (e: Error) => `error ${/\b(WRONGTYPE|WRONGKIND|NOSCRIPT)\b/.exec(e.message)?.[1] ?? e.message.split(' ')[0]}`;
+
 export const normalize = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(normalize);
   if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
@@ -44,8 +52,8 @@ export async function runBoth(
   args: (side: Side) => (string | number)[],
 ): Promise<Replies> {
   const [fromRedis, fromMemory] = await Promise.all([
-    runScript(redis, script, keys, args('redis')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
-    runScript(memory, script, keys, args('memory')).catch((e: Error) => `error ${e.message.split(' ')[0]}`),
+    runScript(redis, script, keys, args('redis')).catch(errorCode),
+    runScript(memory, script, keys, args('memory')).catch(errorCode),
   ]);
   return { fromRedis, fromMemory };
 }
