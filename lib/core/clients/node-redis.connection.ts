@@ -137,10 +137,7 @@ export class NodeRedisConnection implements LockConnection {
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // A cluster's shards each load a script at its first NOSCRIPT.
     if (this.isCluster) return Promise.resolve();
-    return Promise.all(scripts.map((script) => this.#send(undefined, ['SCRIPT', 'LOAD', script.lua]))).then(
-      () => undefined,
-      () => undefined,
-    );
+    return quietly(Promise.all(scripts.map((script) => this.#send(undefined, ['SCRIPT', 'LOAD', script.lua]))));
   }
 
   scanners(): readonly ScanStep[] {
@@ -218,13 +215,7 @@ function subscribeClient(client: Client, channel: string, onMessage: (message: s
   const subscriber = client.duplicate({ socket, legacyMode: false });
   subscriber.on('error', () => undefined); // the lock connection reports node errors
   subscriber.on('ready', () => closed && destroy(subscriber));
-  const confirmed = subscriber
-    .connect()
-    .then(() => subscriber.subscribe(channel, (message) => onMessage(String(message))))
-    .then(
-      () => undefined,
-      () => undefined,
-    );
+  const confirmed = quietly(subscriber.connect().then(() => subscriber.subscribe(channel, (message) => onMessage(String(message)))));
   return {
     confirmed,
     close: () => {
@@ -241,12 +232,9 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
   const subscriber = cluster.duplicate();
   subscriber.on('error', () => undefined);
   const connected = subscriber.connect();
-  const confirmed = connected
-    .then(() => (closed ? undefined : subscriber.subscribe(channel, (message) => onMessage(String(message)))))
-    .then(
-      () => undefined,
-      () => undefined,
-    );
+  const confirmed = quietly(
+    connected.then(() => (closed ? undefined : subscriber.subscribe(channel, (message) => onMessage(String(message))))),
+  );
   return {
     confirmed,
     close: () => {
@@ -255,6 +243,14 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
       void confirmed.then(() => destroy(subscriber));
     },
   };
+}
+
+/** Settles when `promise` does, never rejecting: what follows reads the outcome elsewhere. */
+function quietly(promise: Promise<unknown>): Promise<void> {
+  return promise.then(
+    () => undefined,
+    () => undefined,
+  );
 }
 
 function standaloneIdentity(options: ClientOptions): string {
