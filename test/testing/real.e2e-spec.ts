@@ -3,6 +3,8 @@ import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../../lib/core/scripts.js';
+import { FORCE_RELEASE } from '../../lib/core/operator-scripts.js';
+import { createHash } from 'node:crypto';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour, type LockBackend } from './lock-behaviour.js';
 import { describePermitBehaviour } from './permit-behaviour.js';
@@ -23,6 +25,10 @@ const redisBackend = async (): Promise<LockBackend> => {
     },
   };
 };
+
+/** A holder's fingerprint as force-release matches it: the first 12 hex digits of the value's SHA-1. */
+const fingerprint = (value: string) => createHash('sha1').update(value).digest('hex').slice(0, 12);
+
 describeLockBehaviour('redis-server nodes', redisBackend);
 describePermitBehaviour('redis-server nodes', redisBackend);
 
@@ -84,7 +90,19 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
       const fences = resources.map((r) => `d:fence:${r}`);
       const queues = resources.flatMap((r) => [`d:queue:${r}`, `d:queue-deadlines:${r}`]);
       const value = pick(values);
-      const kind = pick(['acquire', 'acquire', 'acquire', 'confirm', 'extend', 'release', 'release', 'leave', 'inspect', 'fenced']);
+      const kind = pick([
+        'acquire',
+        'acquire',
+        'acquire',
+        'confirm',
+        'extend',
+        'release',
+        'release',
+        'leave',
+        'inspect',
+        'force',
+        'fenced',
+      ]);
       let result: { fromRedis: unknown; fromMemory: unknown };
       switch (kind) {
         case 'acquire': {
@@ -126,6 +144,15 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         case 'leave': {
           const args = [pick(waiters), 'd:wake:'];
           result = await run(LEAVE_QUEUE, queues, () => args);
+          break;
+        }
+        case 'force': {
+          // An operator's force-release: of whoever holds it, of one holder (by fingerprint), or of nobody there.
+          const r = resources[0]!;
+          const holder = pick(['', fingerprint(pick(values)), '000000000000']);
+          const fencing = random() < 0.6;
+          const args = [holder, fencing ? (base + pick([0, 7])) * 1000 : '', fencing ? 60_000 : '', 'd:wake:'];
+          result = await run(FORCE_RELEASE, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`], () => args);
           break;
         }
         case 'inspect': {
