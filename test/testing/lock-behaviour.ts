@@ -403,6 +403,8 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       const lost = new Promise<Error>((resolve) => stuck.signal.addEventListener('abort', () => resolve(stuck.signal.reason as Error)));
       const next = operator.acquire('job', 30_000, { retryCount: 1000, retryDelay: 5000 });
       await until(async () => (await operator.inspect('job')).waiters === 1, 'the waiter in the queue');
+      // The nodes queue the waiter before its busy answer reaches the client, which counts it then.
+      await until(() => operator.stats.waiting === 1, 'the waiter counted by its client');
       expect(operator.stats).toEqual({ held: 0, waiting: 1 });
       const { holder: fingerprint } = await operator.inspect('job');
       // Only the named holder is evicted: a wrong fingerprint leaves the lock alone.
