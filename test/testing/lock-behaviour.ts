@@ -59,13 +59,30 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
     /** Deletes a resource's lock key on every node: the lock's keys are gone. */
     const deleteEverywhere = (resource: string) => Promise.all(backend.nodes.map((_, i) => backend.deleteKey(i, lockKey(resource))));
 
+    /**
+     * Releases `lock` and waits until every node has let go of its resources. A release is decided at a
+     * quorum, and a waiter that gave up leaves the queues in the background: a check right after must not
+     * meet the last delete or the queue leave in flight (seen in CI: one node timed out under load).
+     */
+    const releaseEverywhere = async (lock: Lock, redlock: Redlock) => {
+      await lock.release();
+      await settled(redlock, lock.resources);
+    };
+    /** Waits until no node holds or queues for `resources` (after a release the caller did not make itself). */
+    const settled = async (redlock: Redlock, resources: readonly string[]) => {
+      for (const r of resources) {
+        await until(async () => {
+          const seen = await redlock.inspect(r);
+          return seen.heldOn === 0 && seen.waiters === 0;
+        }, `${r} released and unqueued on every node`);
+      }
+    };
+
     /** Whether `resources` are busy now; a lock it took is released on every node before it answers. */
     const busyNow = (redlock: Redlock, resources: string | string[]) =>
       redlock.acquire(resources, 5000, { retryCount: 0 }).then(
         async (lock) => {
-          await lock.release();
-          // The release is decided at a quorum: the next check must not meet its last delete in flight.
-          for (const r of lock.resources) await until(async () => (await redlock.inspect(r)).heldOn === 0, `${r} released on every node`);
+          await releaseEverywhere(lock, redlock);
           return false;
         },
         (error: unknown) => {
@@ -125,7 +142,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       expect([counter, maxInside]).toEqual([20, 1]);
       const held = await a.acquire('plain', 5000);
       expect(await busyNow(b, 'plain')).toBe(true);
-      await held.release();
+      await releaseEverywhere(held, b);
       expect(await busyNow(b, 'plain')).toBe(false);
       // Left to expire: the key's ttl frees it for the next holder.
       await a.acquire('plain', 150);
@@ -148,7 +165,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       expect(events.some((e) => e.type === 'acquired')).toBe(false);
       // Another resource is not busy.
       expect(await busyNow(other, 'not-busy')).toBe(false);
-      await held.release();
+      await releaseEverywhere(held, other);
       expect(await busyNow(other, 'busy')).toBe(false);
     });
 
@@ -190,7 +207,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       await sleep(400); // past the first ttl
       expect(lock.isHeld).toBe(true);
       expect(await busyNow(other, 'extended')).toBe(true);
-      await lock.release();
+      await releaseEverywhere(lock, other);
       expect(await busyNow(other, 'extended')).toBe(false);
     });
 
@@ -204,8 +221,10 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       });
       expect(result.held).toBe(true);
       expect(result.extensions).toBeGreaterThanOrEqual(2);
+      await settled(b, ['auto']);
       expect(await busyNow(b, 'auto')).toBe(false);
       await expect(a.using('auto', 1000, () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+      await settled(b, ['auto']);
       expect(await busyNow(b, 'auto')).toBe(false);
     });
 
@@ -229,8 +248,8 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       expect(await busyNow(c, 'owned-2')).toBe(true);
 
       await owner.extend(10_000);
-      await owner.release();
-      await owner2.release();
+      await releaseEverywhere(owner, c);
+      await releaseEverywhere(owner2, c);
       expect(await busyNow(c, 'owned')).toBe(false);
       expect(await busyNow(c, 'owned-2')).toBe(false);
     });
@@ -243,6 +262,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
       await expect(lock.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'released' });
       expect(lock.isHeld).toBe(false);
+      await settled(redlock, ['twice']);
       expect(await busyNow(client(), 'twice')).toBe(false);
     });
 
@@ -262,7 +282,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(true);
       expect(await busyNow(a, ['c', 'd'])).toBe(true);
       expect(await busyNow(a, 'd')).toBe(false);
-      await all.release();
+      await releaseEverywhere(all, a);
       for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(false);
     });
 
@@ -407,6 +427,8 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       const operator = client({ nodeTimeout: OPERATOR_NODE_TIMEOUT });
       const stuck = await holder.acquire('job', 30_000, { autoExtend: true });
       const lost = new Promise<Error>((resolve) => stuck.signal.addEventListener('abort', () => resolve(stuck.signal.reason as Error)));
+      // The acquire was decided at a quorum: its last SET must land before the waiter's does (failed on 2 of 3 nodes once).
+      await until(async () => (await operator.inspect('job')).heldOn === 3, 'the lock on every node');
       const next = operator.acquire('job', 30_000, { retryCount: 1000, retryDelay: 5000 });
       await until(async () => (await operator.inspect('job')).waiters === 1, 'the waiter in the queue');
       // The nodes queue the waiter before its busy answer reaches the client, which counts it then.
