@@ -402,9 +402,10 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       const a = await billing.acquire('orders:1', 30_000);
       const b = await billing.acquire('orders:2', 30_000);
       const other = await billing.acquire('invoices:1', 30_000);
+      // Each acquire was decided at a quorum: its last SET lands before the waiter's can take that node (seen: held on 2 of 3).
+      await until(async () => (await operator.list('orders:*')).locks.every((l) => l.heldOn === 3), 'the locks on every node');
       const waiting = operator.acquire('orders:1', 30_000, { retryCount: 1000, retryDelay: 50 }).catch((e: unknown) => e);
       await until(async () => (await operator.inspect('orders:1')).waiters === 1, 'a waiter queued on orders:1');
-      await until(async () => (await operator.list('orders:*')).locks.every((l) => l.heldOn === 3), 'the locks on every node');
       const listing = await operator.list('orders:*');
       expect(listing).toMatchObject({ truncated: false, scanned: 3, quorum: 2 });
       expect(listing.locks.map((l) => l.resource)).toEqual(['orders:1', 'orders:2']);
