@@ -2,6 +2,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script } from '../script.js';
 import { hostOf } from './host.js';
+import { listenShared } from './shared-listeners.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
 export type RedisClient = Redis | Cluster;
@@ -133,9 +134,7 @@ export class IoredisConnection implements LockConnection {
   on(event: 'ready' | 'lost' | 'end' | 'error', listener: (error?: any) => void): () => void {
     // A Cluster's 'close' is the whole client's; its commands are retried on other connections.
     if (event === 'lost' && this.isCluster) return () => undefined;
-    const name = EVENTS[event];
-    this.#client.on(name, listener);
-    return () => void this.#client.off(name, listener);
+    return listenShared(this.#client, EVENTS[event], listener);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void): Subscription {

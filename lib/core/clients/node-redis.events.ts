@@ -1,4 +1,5 @@
 import type { LockConnection } from '../connection.js';
+import { listenShared } from './shared-listeners.js';
 
 /** What both node-redis clients share with an EventEmitter. */
 export interface EventSource {
@@ -12,8 +13,8 @@ type Listener = (error?: any) => void;
 
 /** Adds `listener` for each of `events`; returns what removes them all. */
 function listen(client: EventSource, events: readonly string[], listener: Listener): () => void {
-  for (const event of events) client.on(event, listener);
-  return () => events.forEach((event) => client.off(event, listener));
+  const removers = events.map((event) => listenShared(client, event, listener));
+  return () => removers.forEach((remove) => remove());
 }
 
 /**

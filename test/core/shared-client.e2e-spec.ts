@@ -1,0 +1,75 @@
+/**
+ * The application's own client handed to several lock clients (a module per
+ * namespace, the CLI beside the app, a testing module per test): each lock
+ * client listens to the client's events, and past ten listeners of one event
+ * Node prints a MaxListenersExceededWarning into the application's logs (seen
+ * in CI with four lock clients over one node-redis client).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redlock, type NodeSpec } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { otherIoredis } from '../support/other-ioredis.js';
+import { connected, closeClient, NODE_REDIS_VERSIONS } from '../support/node-redis-clients.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+
+/** The events the adapters listen to, on ioredis and node-redis clients. */
+const EVENTS = ['ready', 'close', 'end', 'error', 'connect', 'terminated'];
+
+interface Listened {
+  listenerCount(event: string): number;
+}
+const counts = (client: Listened) => EVENTS.map((event) => client.listenerCount(event));
+
+let fleet: RedisFleet;
+beforeAll(async () => {
+  fleet = await startFleet(1);
+});
+afterAll(() => fleet.stop());
+
+describe('a client of the application shared by several lock clients', () => {
+  const cases: [string, () => Promise<{ client: Listened; close: () => Promise<void> }>][] = [
+    [
+      'ioredis (another copy of the package)',
+      async () => {
+        const Redis = await otherIoredis();
+        const client = new Redis(fleet.urls[0]!);
+        client.on('error', () => undefined);
+        return { client, close: async () => void client.disconnect() };
+      },
+    ],
+    ...NODE_REDIS_VERSIONS.map((version): (typeof cases)[number] => [
+      version.name,
+      async () => {
+        const client = await connected(version.client(fleet.urls[0]!));
+        return { client: client as unknown as Listened, close: () => closeClient(client) };
+      },
+    ]),
+  ];
+
+  it.each(cases)('%s: one listener per event however many lock clients use it, none left after they close', async (_, open) => {
+    const { client, close } = await open();
+    const redlocks: Redlock[] = [];
+    try {
+      const before = counts(client);
+      const add = () => {
+        const redlock = new Redlock({
+          nodes: [client as unknown as NodeSpec],
+          nodeTimeout: TEST_NODE_TIMEOUT,
+          prefix: `app${redlocks.length}`,
+        });
+        redlocks.push(redlock);
+        return redlock;
+      };
+      await (await add().acquire('job', 5000)).release();
+      const withOne = counts(client);
+      for (let i = 0; i < 11; i++) await (await add().acquire('job', 5000)).release();
+      expect(counts(client)).toEqual(withOne);
+      expect(Math.max(...counts(client))).toBeLessThanOrEqual(10);
+      await Promise.all(redlocks.map((r) => r.close()));
+      expect(counts(client)).toEqual(before);
+    } finally {
+      await Promise.all(redlocks.map((r) => r.close()));
+      await close();
+    }
+  });
+});
