@@ -283,10 +283,10 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
   'force-release': '1fd9f9e7419ff6338a115879bcddcfe05c69d751',
-  'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
+  'permit-acquire': 'ed8b2ab29f167f4cf4f4b4a6753b08e4fc221de0',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '6f870ba3a53236cda89659820d4d834e4e63b1c6',
+  'permit-release': 'adad82d027514555cb927cf8b9ea124f0ff41bb6',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
