@@ -26,8 +26,8 @@ import { defineScript, tuple } from './script.js';
 // once past, as a stale waiter is, or when its holder releases.
 //
 // The Lua helpers below are pasted at the head of each script that needs them
-// (a script cannot call another).
-const HELPERS = `
+// (a script cannot call another); the operators' scripts (operator-scripts.ts) use them too.
+export const HELPERS = `
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -66,8 +66,11 @@ local function entryState(d, id, now)
 end
 `;
 
-/** The wake walk: in queue order, each fresh waiter that now fits is woken (marks and stale entries are passed over). */
-const WAKE = `
+/**
+ * The wake walk: in queue order, each fresh waiter that now fits is woken (marks and stale
+ * entries are passed over). It carries ENTRY_STATE: the operators' scripts paste it too.
+ */
+export const WAKE = `${ENTRY_STATE}
 local function wake(q, d, now, used, limit, prefix, skip)
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
@@ -245,7 +248,7 @@ export interface PermitReleaseArgs {
  */
 export const PERMIT_RELEASE = defineScript(
   'permit-release',
-  `${HELPERS}${ENTRY_STATE}${WAKE}
+  `${HELPERS}${WAKE}
 local removed = 0
 if ARGV[1] ~= '' then removed = redis.call('ZREM', KEYS[1], ARGV[1]) end
 if #ARGV < 3 then return removed end
