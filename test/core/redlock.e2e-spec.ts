@@ -2,14 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { firstValueFrom, from, type ObservableInput } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  LockAbortedError,
-  LockLostError,
-  Redlock,
-  ResourceBusyError,
-  type Lock,
-  type LockEvent,
-} from '../../lib/index.js';
+import { LockAbortedError, LockLostError, Redlock, ResourceBusyError, type Lock, type LockEvent } from '../../lib/index.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';

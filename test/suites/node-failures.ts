@@ -73,7 +73,10 @@ export function describeNodeFailures(kind: NodeKind): void {
     });
 
     it('with 2 of 5 nodes hung, sends them nothing new per call and leaves no ghost key when they resume', async () => {
-      const redlock = client({ nodeTimeout: 50 });
+      // 100 ms: with 50, a live node's answer came late now and then on the loaded test machine
+      // (node-redis clients, which write on the next tick: a release short of a quorum, 1 run in 5).
+      const nodeTimeout = 100;
+      const redlock = client({ nodeTimeout });
       await redlock.acquire('warm', 5000).then((l) => l.release());
       const calls = (i: number) => commandCalls(raw[i]!, 'evalsha');
       const before = await Promise.all([3, 4].map(calls));
@@ -83,7 +86,7 @@ export function describeNodeFailures(kind: NodeKind): void {
       // commands go to it. Count the cycles of that window.
       const hungAt = performance.now();
       let cycle = 0;
-      while (performance.now() - hungAt < 50 + 10) await (await redlock.acquire(`hung:${cycle++}`, 5000)).release();
+      while (performance.now() - hungAt < nodeTimeout + 10) await (await redlock.acquire(`hung:${cycle++}`, 5000)).release();
       const window = cycle;
       // From then on, however many calls: nothing more is sent to them.
       while (cycle < 5 * window + 100) await (await redlock.acquire(`hung:${cycle++}`, 5000)).release();
@@ -118,15 +121,24 @@ export function describeNodeFailures(kind: NodeKind): void {
       await hungNodeKilledIsCountedAgain(client({ nodeTimeout: 50, restartGuard: 0 }));
     });
 
-    it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {
+    // Over GLIDE a node killed with nothing in flight is not seen down (see NodeKind.dropsUnseen): each
+    // attempt waits the node timeout on it, and the call fails once its retries are spent, not at once.
+    const promptly = !kind.dropsUnseen;
+    it(`with 3 of 5 nodes down, fails with the quorum error ${promptly ? 'promptly' : 'after its retries (drops unseen)'}`, async () => {
       const redlock = client({ retryCount: 10, retryDelay: 200 });
       await redlock.acquire('warm', 5000).then((l) => l.release());
       await Promise.all([fleet.kill(0), fleet.kill(1), fleet.kill(2)]);
       const started = performance.now();
       const error = await redlock.acquire('down', 5000).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(QuorumUnreachableError);
-      expect((error as QuorumUnreachableError).attempts.at(-1)!.nodes.filter((n) => n.outcome === 'error')).toHaveLength(3);
-      expect(performance.now() - started).toBeLessThan(200);
+      const outcomes = (error as QuorumUnreachableError).attempts.at(-1)!.nodes.map((n) => n.outcome);
+      if (promptly) {
+        expect(outcomes.filter((o) => o === 'error')).toHaveLength(3);
+        expect(performance.now() - started).toBeLessThan(200);
+      } else {
+        expect(outcomes.filter((o) => o === 'error' || o === 'timeout')).toHaveLength(3);
+        expect((error as QuorumUnreachableError).attempts).toHaveLength(11);
+      }
     });
 
     it('a busy resource is reported as busy, not as unreachable nodes, even with nodes down', async () => {

@@ -25,6 +25,13 @@ export interface NodeKind {
    * clients reconnect on their own after a node restarts, within ~200 ms.
    */
   open(fleet: RedisFleet): Promise<OpenedNodes>;
+  /**
+   * The client does not report a dropped connection: a server killed while
+   * nothing is in flight looks hung, not down, until a command to it fails
+   * (Valkey GLIDE: its core reconnects silently, and a command waits for the
+   * reconnect up to its `requestTimeout`).
+   */
+  readonly dropsUnseen?: true;
 }
 
 /** URLs: the lock client opens its own ioredis connections (the default). */
@@ -70,6 +77,7 @@ export const NODE_REDIS_KINDS: readonly NodeKind[] = NODE_REDIS_VERSIONS.map(nod
 
 export const GLIDE: NodeKind = {
   name: 'Valkey GLIDE GlideClient',
+  dropsUnseen: true,
   async open(fleet) {
     const clients = await Promise.all(fleet.ports.map((port) => glideClient(port)));
     return { nodes: clients, close: async () => clients.forEach((c) => c.close()) };
