@@ -298,7 +298,8 @@ export class Redlock {
     lock.markReleased();
     const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
     const call =
-      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+      held.permit?.release({ member: true, leaving: held.queuedAs, skip: '' }) ??
+      RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
