@@ -135,7 +135,8 @@ describe.each(NODE_REDIS_VERSIONS)('the node-redis adapter: $name', (version) =>
     await (await watcher.acquire('window', 10_000)).release();
     await fleet.kill(2);
     await fleet.restart(2);
-    await until(() => events.some((e) => e.type === 'node-restarted'), 'the restart seen');
+    // 15 s: under load (KeyDB, full CI runs) the 5 s default ran out about 1 run in 4; the cause is not found.
+    await until(() => events.some((e) => e.type === 'node-restarted'), 'the restart seen', 15_000);
     expect((await watcher.ping()).map((n) => n.excluded)).toEqual([undefined, undefined, true]);
     await (await watcher.acquire('guarded', 5000, { retryCount: 0 })).release(); // nodes 0 and 1 are a quorum
   });

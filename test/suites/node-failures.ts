@@ -68,9 +68,10 @@ export function describeNodeFailures(kind: NodeKind): void {
       await fleet.pause(4);
       const started = performance.now();
       const lock = await redlock.acquire('paused', 5000);
-      // A margin of 100 ms: GLIDE's answers go through its own native threads, which the loaded test
-      // machine delayed past a 50 ms margin once (a live node's answer late: one retry).
-      expect(performance.now() - started).toBeLessThan(100 + 100);
+      // Decided by the live nodes: never held up by the paused ones, which would never answer. A margin of
+      // 400 ms for the loaded test machine (100 was passed by 0.5 ms over node-redis in CI; GLIDE's native
+      // threads passed 50 once).
+      expect(performance.now() - started).toBeLessThan(100 + 400);
       await lock.release(); // the paused nodes time out: release still confirms on a quorum
     });
 
