@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-sample/**', 'coverage/**', '**/node_modules/**', 'bench/results/**', 'consumers/**'] },
+  { ignores: ['dist/**', 'dist-sample/**', 'coverage/**', '**/node_modules/**', 'bench/results/**', 'consumers/**', '.tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -72,7 +72,7 @@ async function undo(set: NodeSet, plan: AcquirePlan, round: RoundResult): Promis
   const heard = round.late();
   const targets = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
   if (targets.includes(true)) {
-    await callRound(plan.undo, doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets });
+    await callRound(plan.undo(), doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets });
   }
   return heard;
 }

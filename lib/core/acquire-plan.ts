@@ -55,7 +55,7 @@ export interface AcquirePlan {
   /** The acquire of one attempt (made per attempt: the fencing floor is read from the clock). */
   readonly acquire: () => Call<AcquireReply>;
   /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. */
-  readonly undo: Call<number>;
+  readonly undo: () => Call<number>;
   /** Fencing phase 2: raise the counters to `token` where the lock is still held. */
   readonly confirm: (token: number) => Call<boolean>;
   /** The waiter leaves the queues (it gave up, or holds a permit while queued elsewhere). */
@@ -124,16 +124,19 @@ export function planAcquire(
   };
   if (permit) return planPermit(context, base, permit, { fair: queueing, fencing });
   const keys = layout.forLock(names, retention > 0, fair);
-  const args: AcquireArgs = { value, ttl: lockTtl, fair: queueing };
+  const { locks } = keys;
+  const { prefixLength } = layout;
+  const args: AcquireArgs = { value, ttl: lockTtl, fair: queueing, prefixLength };
   // The plain protocol on one resource needs no script: the wire's floor.
   const plain = names.length === 1 && retention === 0 && !fair && !context.clustered;
   return {
     ...base,
     keys,
-    acquire: plain ? () => SET_NX.call(keys.acquire, args) : () => ACQUIRE.call(keys.acquire, { ...args, fencing: fencing() }),
-    undo: RELEASE.call(keys.release, { value, fair: fair ? { wakePrefix, undoneBy: waiter } : undefined }),
-    confirm: (token) => CONFIRM_TOKEN.call(keys.confirm, { value, token, locks: keys.confirm.length / 2, retention }),
-    leave: () => LEAVE_QUEUE.call(keys.queues, { waiter, wakePrefix }),
+    acquire: plain ? () => SET_NX.call(locks, args) : () => ACQUIRE.call(locks, { ...args, fencing: fencing() }),
+    // Made only for an attempt that failed: most never need one.
+    undo: () => RELEASE.call(locks, { value, fair: fair ? { prefixLength, undoneBy: waiter } : undefined }),
+    confirm: (token) => CONFIRM_TOKEN.call(keys.confirm(), { value, token, locks: locks.length, retention }),
+    leave: () => LEAVE_QUEUE.call(keys.queues(), { waiter, wakePrefix }),
     permit: undefined,
   };
 }
@@ -156,9 +159,9 @@ function planPermit(
   const locks = calls.locks;
   return {
     ...base,
-    keys: { locks, acquire: locks, confirm: locks, release: locks, queues: calls.queues },
+    keys: { locks, confirm: () => locks, queues: () => calls.queues },
     acquire: () => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing() }),
-    undo: calls.release({ member: true, leaving: '', skip: waiter }),
+    undo: () => calls.release({ member: true, leaving: '', skip: waiter }),
     confirm: (token) => calls.confirm(token, retention),
     leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
     permit: { ...permit, calls },

@@ -296,9 +296,9 @@ export class Redlock {
     const wasHeld = this.locks.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
+    const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving: held.queuedAs } : undefined;
     const call =
-      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
       ...this.#set,
       timeout: this.nodeTimeoutFor(lock.ttl),
