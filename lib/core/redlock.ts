@@ -300,7 +300,8 @@ export class Redlock {
     const call =
       held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
-      ...this.#set,
+      nodes: this.#set.nodes,
+      quorum: this.#set.quorum,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
       // write each, sent at once) and a slow or hung node is not waited for.
