@@ -146,14 +146,15 @@ function fenceToken(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], 
  * `<prefix>lock:` (Lua's string.sub counts bytes).
  */
 function keyOfKind(lockKey: string, prefixLength: number, kind: string): string {
-  return `${prefixOf(lockKey, prefixLength)}${kind}${Buffer.from(lockKey)
-    .subarray(prefixLength + 5)
-    .toString()}`;
+  const prefix = prefixOf(lockKey, prefixLength);
+  // The prefix ends on a character boundary (KeyLayout made the key): what follows it is a plain slice.
+  return `${prefix}${kind}${lockKey.slice(prefix.length + 5)}`;
 }
 
-/** The key prefix: the first `prefixLength` bytes of a key. */
+/** The key prefix: the first `prefixLength` bytes of a key (as characters when they are all ASCII, the usual case). */
 function prefixOf(key: string, prefixLength: number): string {
-  return Buffer.from(key).subarray(0, prefixLength).toString();
+  const head = key.slice(0, prefixLength);
+  return /^[\x00-\x7f]*$/.test(head) ? head : Buffer.from(key).subarray(0, prefixLength).toString();
 }
 
 /**
