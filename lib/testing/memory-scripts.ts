@@ -154,7 +154,7 @@ function keyOfKind(lockKey: string, prefixLength: number, kind: string): string 
 /** The key prefix: the first `prefixLength` bytes of a key (as characters when they are all ASCII, the usual case). */
 function prefixOf(key: string, prefixLength: number): string {
   const head = key.slice(0, prefixLength);
-  return /^[\x00-\x7f]*$/.test(head) ? head : Buffer.from(key).subarray(0, prefixLength).toString();
+  return Buffer.byteLength(head) === head.length ? head : Buffer.from(key).subarray(0, prefixLength).toString();
 }
 
 /**
