@@ -1,7 +1,7 @@
 // npm run bench [-- --quick]
 //
 // This library against node-redlock (v5 and v4), @sesamecare-oss/redlock and
-// redis-semaphore's RedlockMutex, and against a raw round written directly with
+// redis-semaphore's RedlockMutex (and its RedlockSemaphore in the semaphore scenario), and against a raw round written directly with
 // ioredis, on the same local redis-server nodes started here. Every measurement
 // runs in its own process (worker.mjs, one adapter per library in
 // adapters/index.mjs); libraries are interleaved in a fresh random order each
@@ -27,11 +27,12 @@ import { contention } from './scenarios/contention.mjs';
 import { oneDown, twoPaused } from './scenarios/degraded.mjs';
 import { memory } from './scenarios/memory.mjs';
 import { nodeCount } from './scenarios/node-count.mjs';
+import { semaphore } from './scenarios/semaphore.mjs';
 import { throughput } from './scenarios/throughput.mjs';
 import { uncontended } from './scenarios/uncontended.mjs';
 
 /** The scenarios, by their --only names, in the order they run. */
-const SCENARIOS = { uncontended, throughput, contention, oneDown, twoPaused, memory, nodes: nodeCount };
+const SCENARIOS = { uncontended, throughput, contention, semaphore, oneDown, twoPaused, memory, nodes: nodeCount };
 
 const bench = new URL('./', import.meta.url);
 const dist = new URL('../dist/esm/core/index.js', bench);
@@ -114,7 +115,13 @@ try {
   if (!LIBS.includes('raw')) throw new Error(`the raw round cannot run: ${results.skipped.raw}`);
 
   // Each kind of scenario runs the libraries plus the nest-redlock variants made for it.
-  const libs = { speed: MAIN(LIBS, 'speed'), contention: MAIN(LIBS, 'contention'), degraded: MAIN(LIBS), peers: LIBS.filter(isPeer) };
+  const libs = {
+    speed: MAIN(LIBS, 'speed'),
+    contention: MAIN(LIBS, 'contention'),
+    semaphore: LIBS.filter((l) => adapters[l].variant === 'semaphore'),
+    degraded: MAIN(LIBS),
+    peers: MAIN(LIBS).filter(isPeer),
+  };
   const run = { results, nodes, urls5, libs };
   for (const [name, scenario] of Object.entries(SCENARIOS)) if (want(name)) await scenario(run);
 } finally {

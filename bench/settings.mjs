@@ -38,7 +38,7 @@ export const P = QUICK
 
 // Split on the commas outside parentheses: some names have commas inside theirs.
 export const only = process.env.BENCH_LIBS?.split(/,(?![^(]*\))/).map((s) => s.trim());
-// --only=memory,contention: only those scenarios (uncontended, throughput, contention, oneDown, twoPaused, memory, nodes).
+// --only=memory,contention: only those scenarios (uncontended, throughput, contention, semaphore, oneDown, twoPaused, memory, nodes).
 export const scenarios = process.argv
   .find((a) => a.startsWith('--only='))
   ?.slice(7)

@@ -26,7 +26,8 @@ function withDeadline(promise, ms) {
 }
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
-const lib = await adapters[adapter].create(urls, { wait: scenario === 'contend' });
+// `permits`: a semaphore adapter's limit (the semaphore scenario's; the adapter's own default otherwise).
+const lib = await adapters[adapter].create(urls, { wait: scenario === 'contend', permits: params.permits });
 await withDeadline(lib.ready(), 10_000);
 const tag = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 const deadline = params.deadline ?? 5000;

@@ -133,7 +133,7 @@ export function findFreePort() {
 /**
  * Who answers on `port`: the `process_id` its INFO reports, 'auth' for a server
  * that wants a password (up all the same, but it cannot say who it is), or
- * undefined (nothing listening yet, LOADING, no answer within 250 ms).
+ * undefined (nothing listening yet, still loading its data, no answer within 250 ms).
  */
 function whoAnswers(port) {
   return new Promise((resolve) => {
@@ -145,15 +145,36 @@ function whoAnswers(port) {
       resolve(who);
     };
     const timer = setTimeout(() => done(undefined), 250);
-    socket.once('connect', () => socket.write('INFO server\r\n'));
+    // INFO answers while a restarted server still loads its data, when every other command
+    // gets LOADING: the persistence section says whether it is done.
+    socket.once('connect', () => socket.write('INFO server\r\nINFO persistence\r\n'));
     socket.once('error', () => done(undefined));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
       if (reply.startsWith('-')) return done(reply.startsWith('-NOAUTH') ? 'auth' : undefined);
-      const id = /\r\nprocess_id:(\d+)\r\n/.exec(reply);
-      if (id) done(Number(id[1]));
+      const [server, persistence] = bulks(reply, 2);
+      if (persistence === undefined) return; // not all of it yet
+      const id = /\r\nprocess_id:(\d+)\r\n/.exec(server);
+      // A sentinel has no persistence section (an empty reply): nothing to load.
+      done(id && !/\r\nloading:1\r\n/.test(`\r\n${persistence}`) ? Number(id[1]) : undefined);
     });
   });
+}
+
+/** The first `count` bulk strings of a RESP reply (latin1: one char per byte), fewer while incomplete. */
+function bulks(reply, count) {
+  const out = [];
+  let at = 0;
+  while (out.length < count) {
+    const head = /^\$(-?\d+)\r\n/.exec(reply.slice(at));
+    if (!head) break;
+    const length = Math.max(0, Number(head[1]));
+    const start = at + head[0].length;
+    if (reply.length < start + length + 2) break;
+    out.push(reply.slice(start, start + length));
+    at = start + length + 2;
+  }
+  return out;
 }
 
 function tail(text, lines = 20) {

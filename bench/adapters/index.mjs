@@ -16,6 +16,9 @@ import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
+/** The semaphore scenario's limit: what a semaphore adapter uses unless told. */
+export const SEMAPHORE_PERMITS = 4;
+
 /**
  * Where run.mjs put its snapshot of the built library (dist/esm), so a rebuild
  * during a run cannot break it; read when used, since run.mjs sets it after
@@ -350,6 +353,49 @@ export const adapters = {
           if (!(await lock.release(handle))) throw new Error('release not confirmed by a quorum');
         },
         attempts: ({ handle }) => handle.metadata?.attempts,
+        close: () => closeAll(clients),
+      };
+    },
+  },
+
+  /**
+   * The semaphore scenario's pair: a semaphore of `permits` (default: the
+   * scenario's 4) over the same 5 nodes, this library against redis-semaphore's
+   * RedlockSemaphore. Run only in that scenario (variant 'semaphore').
+   */
+  'nest-redlock semaphore': {
+    waits: 'as nest-redlock (fair waiting, woken by releases), `limit: permits`',
+    variant: 'semaphore',
+    async create(urls, { wait, permits = SEMAPHORE_PERMITS }) {
+      const { Redlock } = await import(nestRedlockBuild());
+      // As the 'nest-redlock' adapter: its own connections from the URLs, default waiting.
+      const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0 });
+      return {
+        ready: () => redlock.ready(),
+        acquire: (key, ttl) => redlock.acquire(key, ttl, { limit: permits }),
+        release: (permit) => permit.release(),
+        attempts: (permit) => permit.attempts,
+        close: () => redlock.close(),
+      };
+    },
+  },
+
+  'redis-semaphore RedlockSemaphore': {
+    waits: 'defaults: retryInterval 10 ms, acquireTimeout 10 s',
+    variant: 'semaphore',
+    async create(urls, { wait, permits = SEMAPHORE_PERMITS }) {
+      const { RedlockSemaphore } = await import('redis-semaphore');
+      const clients = await clientsFor(urls);
+      return {
+        ready: async () => undefined,
+        async acquire(key, ttl) {
+          // refreshInterval 0: no automatic refresh, like the other adapters' locks.
+          const options = { lockTimeout: ttl, refreshInterval: 0, ...(!wait && { acquireAttemptsLimit: 1 }) };
+          const semaphore = new RedlockSemaphore(clients, key, permits, options);
+          await semaphore.acquire();
+          return semaphore;
+        },
+        release: (semaphore) => semaphore.release(),
         close: () => closeAll(clients),
       };
     },

@@ -94,16 +94,19 @@ export async function contention({ results, urls5, libs }) {
   );
 }
 
-/** 8 processes take one key in a loop with 1 ms holds. */
-async function contentionRound(lib, round, urls) {
-  const n = 8;
+/**
+ * `processes` (8) processes take one key in a loop with 1 ms holds; with
+ * `permits`, a semaphore adapter's limit (the semaphore scenario).
+ */
+export async function contentionRound(lib, round, urls, { processes = 8, permits } = {}) {
+  const n = processes;
   const key = `contended:${lib.replace(/\W+/g, '-')}:${round}:${Date.now()}`; // never one a previous run left held
   let waiting = n;
   let release;
   const allReady = new Promise((r) => (release = r));
   // startAt on worker.mjs's clock, the host's monotonic one.
   const arrived = () => --waiting === 0 && release({ startAt: Number(process.hrtime.bigint()) / 1e6 + 100, ms: P.cMs });
-  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000 };
+  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000, permits };
   // Every process keeps the load up until all have finished measuring (or died), then
   // stops: see worker.mjs. Once 'stop' is sent no measured call is open, so exits no
   // longer touch the measurement.
@@ -154,6 +157,7 @@ async function contentionRound(lib, round, urls) {
   const longestOpen = Math.max(0, ...stillWaiting.map(([asked, at]) => at - asked));
   return {
     perSecond: (inWindow.length / go.ms) * 1000,
+    mostHolders: mostAtOnce(all),
     fairness: Math.min(...counts) / Math.max(1, ...counts),
     longestWait: Math.max(longestDone, longestOpen),
     longestWaitOpen: longestOpen > longestDone, // still waiting when measuring stopped: at least this long
@@ -174,4 +178,17 @@ async function contentionRound(lib, round, urls) {
     processErrors: runs.filter((r) => r.error).length,
     error,
   };
+}
+
+/** Most acquisitions held at once: from `got` to `released` (the release call began), a hand-over at one instant not counted. */
+function mostAtOnce(events) {
+  const points = events.flatMap((e) => [
+    [e.got, 1],
+    [e.released, -1],
+  ]);
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let inside = 0;
+  let most = 0;
+  for (const [, d] of points) most = Math.max(most, (inside += d));
+  return most;
 }

@@ -1,4 +1,5 @@
-import type { ResourceInspection } from '../core/index.js';
+import type { NodeInspection, ResourceInspection } from '../core/index.js';
+import { holderLines, holderName, permitsHead } from './holders.js';
 import type { CommandRun } from './main.js';
 
 /** `nest-redlock inspect <resource>`: 1 when fewer than a quorum of nodes answered. */
@@ -9,19 +10,24 @@ export async function inspectCommand({ args, values, redlock, print }: CommandRu
   return answered >= inspection.quorum ? 0 : 1;
 }
 
-/** Who holds it, as a short phrase: ` by app / host / pid`, or nothing when no identity was recorded. */
-export function holderName(i: Pick<ResourceInspection, 'identity'>): string {
-  return i.identity ? ` by ${[i.identity.app, i.identity.host, i.identity.pid].filter((x) => x !== undefined).join(' / ')}` : '';
+function renderInspection(i: ResourceInspection): string {
+  const permits = i.kind === 'semaphore' || i.kind === 'rw';
+  const head = permits
+    ? [permitsHead(i), ...holderLines(i)]
+    : i.held
+      ? [
+          `${JSON.stringify(i.resource)} is HELD${holderName(i)} (holder ${i.holder}) on ${i.heldOn}/${i.nodes.length} nodes (quorum ${i.quorum}), ${i.ttl} ms left`,
+        ]
+      : [
+          `${JSON.stringify(i.resource)} is not held by a quorum (${i.heldOn}/${i.nodes.length} nodes have one holder's key, quorum ${i.quorum})`,
+        ];
+  const tail = `fencing counter: ${i.fencingCounter ?? '-'}; waiters: ${i.waiters}`;
+  return [...head, ...i.nodes.map(nodeRow), tail].join('\n');
 }
 
-function renderInspection(i: ResourceInspection): string {
-  const head = i.held
-    ? `${JSON.stringify(i.resource)} is HELD${holderName(i)} (holder ${i.holder}) on ${i.heldOn}/${i.nodes.length} nodes (quorum ${i.quorum}), ${i.ttl} ms left`
-    : `${JSON.stringify(i.resource)} is not held by a quorum (${i.heldOn}/${i.nodes.length} nodes have one holder's key, quorum ${i.quorum})`;
-  const rows = i.nodes.map(
-    (n) =>
-      `  ${n.node.padEnd(24)} ${n.state.padEnd(8)} ${n.ttl !== undefined ? `${n.ttl} ms`.padEnd(10) : ''.padEnd(10)} ${n.holder ?? ''}${n.error ? ` ${n.error}` : ''}`,
-  );
-  const tail = `fencing counter: ${i.fencingCounter ?? '-'}; waiters: ${i.waiters}`;
-  return [head, ...rows, tail].join('\n');
+function nodeRow(n: NodeInspection): string {
+  const ttl = n.ttl !== undefined ? `${n.ttl} ms` : '';
+  // A node with several permits shows their holders, not one ttl.
+  const who = n.holder ?? (n.holders?.length ? `${n.holders.length} permits: ${n.holders.map((h) => h.holder).join(' ')}` : '');
+  return `  ${n.node.padEnd(24)} ${n.state.padEnd(8)} ${ttl.padEnd(10)} ${who}${n.error ? ` ${n.error}` : ''}`;
 }

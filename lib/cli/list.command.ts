@@ -1,5 +1,5 @@
 import type { LockListing } from '../core/index.js';
-import { holderName } from './inspect.command.js';
+import { holderLines, holderName, permitsHead } from './holders.js';
 import type { CommandRun } from './main.js';
 
 /** `nest-redlock list [pattern]`: one line per lock. */
@@ -11,11 +11,14 @@ export async function listCommand({ args, values, redlock, print }: CommandRun):
 }
 
 function renderListing(listing: LockListing): string {
-  const rows = listing.locks.map(
-    (l) =>
-      `${JSON.stringify(l.resource)} ${l.held ? 'HELD' : 'partial'}${holderName(l)} (holder ${l.holder}) on ${l.heldOn}/${l.nodes.length} nodes, ` +
-      `${l.ttl} ms left, token ${l.fencingCounter ?? '-'}, ${l.waiters} waiting`,
+  const rows = listing.locks.flatMap((l) =>
+    l.kind === 'semaphore' || l.kind === 'rw'
+      ? [`${permitsHead(l)}, token ${l.fencingCounter ?? '-'}, ${l.waiters} waiting`, ...holderLines(l)]
+      : [
+          `${JSON.stringify(l.resource)} ${l.held ? 'HELD' : 'partial'}${holderName(l)} (holder ${l.holder}) on ${l.heldOn}/${l.nodes.length} nodes, ` +
+            `${l.ttl} ms left, token ${l.fencingCounter ?? '-'}, ${l.waiters} waiting`,
+        ],
   );
-  const scanned = `${listing.locks.length} lock(s); ${listing.scanned} nodes scanned (quorum ${listing.quorum})`;
+  const scanned = `${listing.locks.length} resource(s); ${listing.scanned} nodes scanned (quorum ${listing.quorum})`;
   return [...rows, listing.truncated ? `${scanned}; truncated: more may match (raise --limit or narrow the pattern)` : scanned].join('\n');
 }

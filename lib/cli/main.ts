@@ -9,9 +9,12 @@ export const USAGE = `Usage:
   nest-redlock list [pattern]              --nodes <url,url,...> [--prefix redlock:] [--limit 100] [--json]
   nest-redlock release --force <resource>  --nodes <url,url,...> [--prefix redlock:] [--holder <fingerprint>] [--json]
 
-inspect  says whether <resource> is held, on which nodes, for how long and by whom.
-list     lists the locks whose resource matches [pattern] (a Redis glob, default *), found with SCAN.
+inspect  says whether <resource> is held, on which nodes, for how long and by whom (every holder of a
+         semaphore or read-write lock, with its mode).
+list     lists the locks, semaphores and read-write locks whose resource matches [pattern] (a Redis glob,
+         default *), found with SCAN.
 release  evicts the holder of <resource> and raises its fencing counter; with --holder, only that holder.
+         A semaphore or read-write lock loses one permit: --holder names it when there are several.
 Node URLs may carry credentials (redis://:password@host:6379); they are never printed.
 Exit codes: 0 done, 1 too few nodes answered, 2 usage, 3 another holder has the resource (release --holder).`;
 

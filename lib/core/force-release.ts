@@ -1,8 +1,11 @@
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { decodeIdentity, type HolderIdentity } from './holder.js';
+import { inspectKeys, inspectNodes, type ResourceKind } from './inspection.js';
 import type { KeyLayout } from './keys.js';
+import { formatResources } from './log-safe.js';
 import type { NodeReport } from './outcome.js';
+import { describeKind } from './permit.js';
 import { callRound, type NodeSet } from './round.js';
 import { FORCE_RELEASE, type ForceReleaseReply } from './operator-scripts.js';
 
@@ -11,6 +14,8 @@ export interface ForceReleaseOptions {
   /**
    * Evict only this holder: its fingerprint, as `inspect` and `list` show it.
    * A node where another holder has the resource by now is left alone.
+   * Required for a semaphore or read-write lock with several holders: one
+   * permit is evicted, never all of them.
    */
   readonly holder?: string;
 }
@@ -20,12 +25,16 @@ export interface ForceReleaseResult {
   readonly resource: string;
   /** Nodes whose lock key was deleted. */
   readonly releasedOn: number;
-  /** Nodes left alone because another holder than `options.holder` had the resource. */
+  /** Nodes left alone: another holder than `options.holder` had the resource (or, no holder named, several permits' holders). */
   readonly otherHolderOn: number;
+  /** A majority: the nodes that must answer. */
   readonly quorum: number;
-  /** Fingerprint of the holder evicted, and the identity it recorded. */
+  /** How the resource was held, as most nodes that had it said. */
+  readonly kind?: ResourceKind;
+  /** Fingerprint of the holder evicted, the identity it recorded, and (a read-write lock) its permit's mode. */
   readonly holder?: string;
   readonly identity?: HolderIdentity;
+  readonly mode?: 'read' | 'write';
   /**
    * The resource's fencing counter after the release (fencing on): above the
    * evicted holder's token, and below the next holder's. A fenced store that
@@ -55,15 +64,19 @@ export function checkHolder(holder: unknown): string | undefined {
 }
 
 /**
- * Deletes `resource`'s lock key on every node whoever holds it, wakes its
- * first waiter and raises its fencing counter (see `FORCE_RELEASE`). Waits for
- * every node (up to the node timeout) so that the raise reached all it could;
- * rejects with `QuorumUnreachableError` when fewer than a quorum answered.
+ * Evicts one holder of `resource` (see `FORCE_RELEASE`): a mutex's key on
+ * every node whoever holds it, or one permit; wakes the waiters it makes room
+ * for and raises the fencing counter. With no holder named, a semaphore or
+ * read-write lock is inspected first, and its only holder named (several:
+ * `InvalidArgumentError`, nothing done). Waits for every node (up to the node
+ * timeout) so that the raise reached all it could; rejects with
+ * `QuorumUnreachableError` when fewer than a quorum answered.
  */
-export async function forceRelease(ctx: ForceReleaseContext, resource: string, holder?: string): Promise<ForceReleaseResult> {
+export async function forceRelease(ctx: ForceReleaseContext, resource: string, named?: string): Promise<ForceReleaseResult> {
   const { set, layout, retention } = ctx;
+  const holder = named ?? (await soleHolder(ctx, resource));
   const replies: ForceReleaseReply[] = [];
-  const keys = [layout.lock(resource), layout.fence(resource), layout.queue(resource)];
+  const keys = [...inspectKeys(layout, resource).slice(0, 3), layout.queueDeadlines(resource), layout.kind(resource)];
   const fencing = retention > 0 ? { floor: Date.now() * 1000, retention } : undefined;
   const call = FORCE_RELEASE.call(keys, { holder, fencing, wakePrefix: ctx.wakePrefix });
   const round = await callRound(call, (reply) => (replies.push(reply), { outcome: 'ok' }), {
@@ -82,14 +95,43 @@ export async function forceRelease(ctx: ForceReleaseContext, resource: string, h
   const released = replies.filter((r) => r.outcome === 'released');
   const counters = replies.map((r) => r.counter ?? 0);
   const evicted = released[0];
+  const kind = kindOfReplies(replies);
   return {
     resource,
     releasedOn: released.length,
-    otherHolderOn: replies.filter((r) => r.outcome === 'other-holder').length,
+    otherHolderOn: replies.filter((r) => r.outcome === 'other-holder' || r.outcome === 'several').length,
     quorum: set.quorum,
+    kind,
     holder: evicted?.holder,
     identity: evicted?.identity === undefined ? undefined : decodeIdentity(evicted.identity),
+    mode: evicted && kind === 'rw' ? (evicted.writer ? 'write' : 'read') : undefined,
     fencingToken: fencing ? Math.max(...counters) : undefined,
     nodes: round.reports,
   };
+}
+
+/**
+ * No holder named: a mutex's holder, whoever it is, is evicted (undefined);
+ * a permits' resource must have one holder, which is then named, so that no
+ * node evicts another permit than the others do.
+ */
+async function soleHolder(ctx: ForceReleaseContext, resource: string): Promise<string | undefined> {
+  const seen = await inspectNodes(ctx.set, ctx.layout, resource, ctx.timeout);
+  if (seen.kind === undefined || seen.kind === 'mutex') return undefined;
+  if (seen.holders.length === 1) return seen.holders[0]!.holder;
+  const shown = seen.holders.slice(0, 10).map((h) => h.holder + (h.mode ? ` (${h.mode})` : ''));
+  const what = seen.kind === 'rw' ? describeKind('rw') : describeKind(String(seen.limit));
+  throw new InvalidArgumentError(
+    'holder',
+    `the fingerprint of the holder to evict: ${formatResources([resource])} is a ${what} with ${seen.holders.length} holders (${shown.join(', ')}${seen.holders.length > 10 ? ', …' : ''})`,
+    undefined,
+  );
+}
+
+/** The kind most replies that found a key report. */
+function kindOfReplies(replies: readonly ForceReleaseReply[]): ResourceKind | undefined {
+  const votes = new Map<string, number>();
+  for (const r of replies) if (r.kind) votes.set(r.kind, (votes.get(r.kind) ?? 0) + 1);
+  const top = [...votes].sort((a, b) => b[1] - a[1])[0]?.[0];
+  return top === undefined ? undefined : top === 'mutex' || top === 'rw' ? top : 'semaphore';
 }

@@ -1,7 +1,7 @@
 export { Redlock } from './redlock.js';
 export { Lock } from './lock.js';
 export type { HolderIdentity } from './holder.js';
-export type { ResourceInspection, NodeInspection } from './inspection.js';
+export type { NodeHolder, NodeInspection, ResourceHolder, ResourceInspection, ResourceKind } from './inspection.js';
 export type { ListOptions, LockListing } from './listing.js';
 export type { ForceReleaseOptions, ForceReleaseResult } from './force-release.js';
 export type { NodeHealth } from './node-health.js';

@@ -13,7 +13,10 @@ export interface ListOptions {
 
 /** What `Redlock.list` found. */
 export interface LockListing {
-  /** Resources with a lock key on at least one node, by name, each as `inspect` describes it (`held`: on a quorum). */
+  /**
+   * Resources with a holder on at least one node, by name, each as `inspect` describes it (`held`: on a quorum): mutexes,
+   * semaphores and read-write locks alike (`kind`), with every holder.
+   */
   readonly locks: readonly ResourceInspection[];
   /** More may match: `limit` was reached, or a node's scan stopped at its bound before the end of its keyspace. */
   readonly truncated: boolean;
@@ -93,7 +96,7 @@ async function inspectAll(set: NodeSet, layout: KeyLayout, names: readonly strin
     while (next < names.length) {
       const i = next++;
       const name = names[i]!;
-      found[i] = await inspectNodes(set, name, [layout.lock(name), layout.fence(name), layout.queue(name)], timeout);
+      found[i] = await inspectNodes(set, layout, name, timeout);
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, names.length) }, worker));

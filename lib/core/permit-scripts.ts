@@ -16,8 +16,8 @@ import { defineScript, tuple } from './script.js';
 // weight of the fresh waiters queued ahead, and its own fit in the limit.
 //
 // The Lua helpers below are pasted at the head of each script that needs them
-// (a script cannot call another).
-const HELPERS = `
+// (a script cannot call another); the operators' scripts (operator-scripts.ts) use them too.
+export const HELPERS = `
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -47,7 +47,7 @@ end
 `;
 
 /** The wake walk: in queue order, each fresh waiter that now fits is woken (stale ones are left to ACQUIRE). */
-const WAKE = `
+export const WAKE = `
 local function wake(q, d, now, used, limit, prefix, skip)
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do

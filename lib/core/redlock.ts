@@ -349,15 +349,15 @@ export class Redlock {
   }
 
   /**
-   * What the nodes know of `resource`: whether a quorum holds it, on which
-   * nodes, for how long, by which holder (a fingerprint, and the identity it
-   * recorded with the `identity` option), its fencing counter and waiters.
+   * What the nodes know of `resource`: how it is held (a mutex, a semaphore,
+   * a read-write lock), whether a quorum holds it, on which nodes, for how
+   * long, by which holders (a fingerprint each, and the identity it recorded
+   * with the `identity` option), its fencing counter and waiters.
    * Read-only; never shows a lock value.
    */
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
-    const keys = [this.layout.lock(name!), this.layout.fence(name!), this.layout.queue(name!)];
-    return inspectNodes(this.#set, name!, keys, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
+    return inspectNodes(this.#set, this.layout, name!, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
   }
 
   /**
@@ -373,10 +373,12 @@ export class Redlock {
 
   /**
    * For operators: evicts the holder of `resource` (only `options.holder`, a
-   * fingerprint, if given) and raises its fencing counter, so that fenced
-   * stores refuse the evicted holder once they saw the returned `fencingToken`
-   * or the next holder's; the evicted holder's next extension fails with
-   * `LockLostError` ('keys-gone'), which its automatic extension reports as lost.
+   * fingerprint, if given; of a semaphore or read-write lock, one permit's
+   * holder, which must be named when there are several) and raises its
+   * fencing counter, so that fenced stores refuse the evicted holder once they
+   * saw the returned `fencingToken` or the next holder's; the evicted holder's
+   * next extension fails with `LockLostError` ('keys-gone'), which its
+   * automatic extension reports as lost.
    */
   async forceRelease(resource: string, options: ForceReleaseOptions = {}): Promise<ForceReleaseResult> {
     const [name] = validateResources(resource);

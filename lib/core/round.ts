@@ -110,11 +110,21 @@ class Tally<N extends RoundNode> {
     this.outcomes = new Array(n).fill(undefined);
     this.sent = new Array(n).fill(false);
     this.silent = n;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      if (!this.decided) this.decide(true);
-      this.finish();
-    }, round.timeout);
+    // The deadline is checked once more after the loop's poll phase: when this
+    // process was stalled (a GC pause, a long synchronous handler, a loaded
+    // host), timers run before the replies that arrived meanwhile are read, and
+    // a node that answered in time would count as timed out. The timeout
+    // measures the node, not this process; validity still counts every ms.
+    this.timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (this.over) return;
+          this.timedOut = true;
+          if (!this.decided) this.decide(true);
+          this.finish();
+        }),
+      round.timeout,
+    );
   }
 
   private finish(): void {

@@ -1,11 +1,11 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
-import { FORCE_RELEASE } from './operator-scripts.js';
+import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
 import { PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
 export { runScript, sendScript, type Done, type Script, type ScriptRunner } from './script.js';
-export { FORCE_RELEASE, type ForceReleaseArgs, type ForceReleaseReply } from './operator-scripts.js';
+export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, type InspectReply } from './operator-scripts.js';
 
 /**
  * Take every lock key, or none, respecting the wait queue.
@@ -245,32 +245,6 @@ return 1
     argv: (args: { value: string; ttl: number }) => [args.value, String(args.ttl)],
     /** True when extended. */
     decode: (reply) => reply === 1,
-  },
-);
-
-/** One node's INSPECT reply; `null` where the key is missing. */
-export interface InspectReply {
-  readonly value: string | null;
-  readonly pttl: number;
-  readonly counter: string | null;
-  readonly waiters: number;
-}
-
-/**
- * What a node knows of one resource, for operators: read-only.
- * KEYS: lock key, fence counter, queue. Returns {value or false, pttl, counter or false, waiters}.
- */
-export const INSPECT = defineScript(
-  'inspect',
-  `
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])}
-`,
-  {
-    argv: () => [],
-    decode: (reply): InspectReply => {
-      const [value, pttl, counter, waiters] = tuple(reply, 4);
-      return { value: value as string | null, pttl: pttl as number, counter: counter as string | null, waiters: waiters as number };
-    },
   },
 );
 

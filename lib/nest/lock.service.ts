@@ -106,24 +106,27 @@ export class LockService {
     return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
   }
 
-  /** What the nodes know of `resource`: held or not, where, how long, by whom (see `Redlock.inspect`). */
+  /** What the nodes know of `resource`: its kind, held or not, where, how long, by whom (see `Redlock.inspect`). */
   inspect(resource: string): Promise<ResourceInspection> {
     return this.client.inspect(resource);
   }
 
   /**
-   * For admin endpoints: the locks whose resource matches `pattern` (a Redis
-   * glob), quorum-merged, with holder identity, ttl, fencing token and waiters
-   * (see `Redlock.list`).
+   * For admin endpoints: the locks, semaphores and read-write locks whose
+   * resource matches `pattern` (a Redis glob), quorum-merged, with their kind,
+   * every holder's fingerprint, identity and ttl, the fencing counter and
+   * waiters (see `Redlock.list`).
    */
   list(pattern?: string, options?: ListOptions): Promise<LockListing> {
     return this.client.list(pattern, options);
   }
 
   /**
-   * For admin endpoints: evicts the holder of `resource` and raises its fencing
-   * counter (see `Redlock.forceRelease`). Pass `holder` (the fingerprint `list`
-   * showed) so that a lock taken by someone else since is left alone.
+   * For admin endpoints: evicts the holder of `resource` (of a semaphore or
+   * read-write lock, one permit's) and raises its fencing counter (see
+   * `Redlock.forceRelease`). Pass `holder` (the fingerprint `list` showed) so
+   * that a lock taken by someone else since is left alone; among several
+   * permits' holders it is required.
    */
   forceRelease(resource: string, options?: ForceReleaseOptions): Promise<ForceReleaseResult> {
     return this.client.forceRelease(resource, options);

@@ -5,7 +5,7 @@ import type { Ops } from './memory-data.js';
 
 type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
 
-const limitOf = (kind: string): number => {
+export const limitOf = (kind: string): number => {
   const n = Number(kind);
   return kind.trim() !== '' && !Number.isNaN(n) ? n : 1e9;
 };
@@ -13,7 +13,7 @@ const limitOf = (kind: string): number => {
 const weight = (member: string, limit: number): number => (member.endsWith(':w') ? limit : 1);
 
 /** The weight of the live holders; expired ones are dropped first. */
-function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
+export function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
   ops.zremBelow(key, now);
   return ops.zmembers(key).reduce((used, m) => used + weight(m, limit), 0);
 }
@@ -28,7 +28,7 @@ function keepFor(ops: Ops, key: string, kindKey: string, kind: string, now: numb
 
 const fresh = (ops: Ops, d: string, id: string, now: number) => Number(ops.hget(d, id) ?? '0') >= now;
 
-function wake(ops: Ops, q: string, d: string, now: number, used: number, limit: number, prefix: string, skip: string): void {
+export function wake(ops: Ops, q: string, d: string, now: number, used: number, limit: number, prefix: string, skip: string): void {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (!fresh(ops, d, id, now)) continue;

@@ -16,6 +16,7 @@ import {
 } from '../core/layers.js';
 import type { Ops } from './memory-data.js';
 import { PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
+import { forceRelease, inspect } from './memory-operator-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -205,8 +206,6 @@ const extend: Implementation = (ops, KEYS, ARGV) => {
   return 1;
 };
 
-const inspect: Implementation = (ops, KEYS) => [ops.get(KEYS[0]!), ops.pttl(KEYS[0]!), ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
-
 const fencedAccess: Implementation = (ops, KEYS, ARGV) => {
   const token = luaNumber(ARGV[0]) ?? NaN;
   const seen = luaNumber(ops.get(KEYS[1]!)) ?? 0;
@@ -265,27 +264,6 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
   return 1;
 };
 
-const forceRelease: Implementation = (ops, KEYS, ARGV) => {
-  const value = ops.get(KEYS[0]!);
-  const holder = value === null ? null : createHash('sha1').update(value).digest('hex').slice(0, 12);
-  if (value !== null && ARGV[0] !== '' && holder !== ARGV[0]) return [-1, null, null, null];
-  let identity: string | null = null;
-  if (value !== null) {
-    ops.del(KEYS[0]!);
-    const dot = value.indexOf('.');
-    identity = dot < 0 ? null : value.slice(dot);
-    const head = ops.zfirst(KEYS[2]!);
-    if (head !== undefined) ops.publish(wakeChannel(ARGV[3]!, head), head);
-  }
-  const released = value === null ? 0 : 1;
-  if (ARGV[1] === '') return [released, null, holder, identity];
-  const counter = luaNumber(ops.get(KEYS[1]!)) ?? 0;
-  const floor = Number(ARGV[1]);
-  const text = formatInteger(counter >= floor ? counter + 1 : floor);
-  ops.set(KEYS[1]!, text, ARGV[2]!);
-  return [released, text, holder, identity];
-};
-
 /**
  * The library's Lua scripts as JavaScript with the same semantics, step by
  * step (the Lua is in lib/core/scripts.ts). Lua's 1-based KEYS[i] is keys[i - 1].
@@ -318,11 +296,11 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   acquire: '9ad3d4b625c2715e9d790ef6fb1d3d808263fda4',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: '6a7224d416ecd2be77631dbab42cf641a5f63030',
+  inspect: '74d94c70775dd8dc6b1be5975f135631e80e4009',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'fcc8712f2e188b6a460e2149a783cb4bd050ce52',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
-  'force-release': '1fd9f9e7419ff6338a115879bcddcfe05c69d751',
+  'force-release': '009a718f2305d86f7b8e5700e17b28e2470120fb',
   'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { hostname } from 'node:os';
+import { inspect } from 'node:util';
+import { fingerprint } from '../../lib/core/inspection.js';
+import { secretOf } from '../../lib/core/lock.js';
 import { Redlock } from '../../lib/index.js';
 import { main } from '../../lib/cli/main.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
@@ -82,6 +85,57 @@ describe('inspection', () => {
     } finally {
       stats.forEach((r) => r.disconnect());
       await holder.close();
+    }
+  });
+
+  it('lists semaphores and read-write locks with every holder, and evicts one permit from the command line', async () => {
+    const billing = new Redlock({ nodes: fleet.urls, identity: { app: 'billing' }, nodeTimeout: TEST_NODE_TIMEOUT });
+    const reports = new Redlock({ nodes: fleet.urls, identity: { app: 'reports' }, nodeTimeout: TEST_NODE_TIMEOUT });
+    const nodes = ['--nodes', fleet.urls.join(',')];
+    try {
+      const slots = [await billing.acquire('cli:slots', 30_000, { limit: 2 }), await reports.acquire('cli:slots', 30_000, { limit: 2 })];
+      const writer = await billing.acquire('cli:catalog', 30_000, { mode: 'write' });
+      await until(async () => {
+        const [a, b] = await Promise.all([billing.inspect('cli:slots'), billing.inspect('cli:catalog')]);
+        return a.holders.length === 2 && a.holders.every((h) => h.heldOn === 3) && b.heldOn === 3;
+      }, 'the permits on every node');
+      const [stuck, kept] = slots.map((l) => fingerprint(secretOf(l)));
+      const lines: string[] = [];
+      expect(await main(['list', 'cli:*', ...nodes], (l) => lines.push(l))).toBe(0);
+      const text = lines.join('\n');
+      expect(text).toContain('"cli:catalog" read-write lock: 1 holder(s) (1 write, 0 read), 1 HELD on a quorum (2), token');
+      expect(text).toMatch(new RegExp(`  write holder ${fingerprint(secretOf(writer))} by billing HELD on 3/3 nodes, \\d+ ms left`));
+      expect(text).toContain('"cli:slots" semaphore (limit 2): 2 holder(s), 2 HELD on a quorum (3), token');
+      expect(text).toMatch(new RegExp(`  holder ${stuck} by billing HELD on 3/3 nodes, \\d+ ms left`));
+      expect(text).toMatch(new RegExp(`  holder ${kept} by reports HELD on 3/3 nodes, \\d+ ms left`));
+      const inspected: string[] = [];
+      expect(await main(['inspect', 'cli:slots', ...nodes], (l) => inspected.push(l))).toBe(0);
+      expect(inspected.join('\n')).toMatch(/ held +2 permits: [0-9a-f]{12} [0-9a-f]{12}/);
+
+      // Two holders: the operator must name one (usage error, nothing evicted); then only that permit goes.
+      const unnamed: string[] = [];
+      expect(await main(['release', '--force', 'cli:slots', ...nodes], (l) => unnamed.push(l))).toBe(2);
+      expect(unnamed.join('\n')).toContain(`is a semaphore (limit 2) with 2 holders`);
+      const out: string[] = [];
+      expect(await main(['release', '--force', 'cli:slots', '--holder', stuck!, ...nodes], (l) => out.push(l))).toBe(0);
+      expect(out.join('\n')).toMatch(
+        new RegExp(
+          `"cli:slots" semaphore permit force-released by billing \\(holder ${stuck}\\) on 3/3 nodes\nfencing counter raised to \\d+`,
+        ),
+      );
+      await expect(slots[0]!.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      await expect(slots[1]!.extend()).resolves.toBe(slots[1]);
+      // The only holder of the read-write lock needs no name.
+      const json: string[] = [];
+      expect(await main(['release', '--force', 'cli:catalog', '--json', ...nodes], (l) => json.push(l))).toBe(0);
+      expect(JSON.parse(json[0]!)).toMatchObject({ kind: 'rw', mode: 'write', releasedOn: 3, identity: { app: 'billing' } });
+
+      // No value anywhere in what the operator sees.
+      const seen = [text, inspected, unnamed, out, json, inspect(await billing.list('cli:*'), { depth: null })].join('\n');
+      for (const lock of [...slots, writer]) expect(seen).not.toContain(secretOf(lock).split('.')[0]);
+      await slots[1]!.release();
+    } finally {
+      await Promise.all([billing.close(), reports.close()]);
     }
   });
 

@@ -105,6 +105,7 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     await (await waiting).release();
     expect(performance.now() - released).toBeLessThan(1000);
     await Promise.all(clients.splice(0).map((c) => c.close()));
-    await until(async () => (await shardConnections()) === before, 'the wake-up connections closed');
+    // At most: a connection counted in `before` (an earlier count's own, say) may have closed since.
+    await until(async () => (await shardConnections()) <= before, 'the wake-up connections closed');
   });
 });

@@ -90,21 +90,27 @@ while (!stopping) {
   current = { lockId: lock.id, entry };
   void lock.signal; // watched from now on: it fires when the validity runs out
   if (config.acquire?.mode) entry.mode = config.acquire.mode;
+  // The runner keeps an armed section here (between the fenced read and the write,
+  // or at its start for a permit): it pauses this process (SIGSTOP), or restarts a
+  // lock node, meanwhile.
+  const holdIfArmed = async () => {
+    if (!armed) return;
+    armed = false;
+    const waiting = new Promise((resolve) => (go = resolve));
+    process.send({ type: 'inside', token, validity: lock.validity, at: now() });
+    await waiting;
+    // Awake again: what the lock says right now, before the write that was about to go out.
+    entry.held = { wokeAt: now(), heldOnWake: lock.isHeld, validityOnWake: lock.validity, abortedOnWake: lock.signal.aborted };
+  };
   try {
     // Permits are shared: a fenced read-modify-write is for exclusive holders only.
-    if (config.store === false) throw Object.assign(new Error('no store'), { code: 'NO_STORE' });
+    if (config.store === false) {
+      await holdIfArmed();
+      throw Object.assign(new Error('no store'), { code: 'NO_STORE' });
+    }
     // Read-modify-write, both accesses fenced (the read checks and records the token too).
     const read = await store.get('counter', token, who);
-    if (armed) {
-      // The runner keeps this section here, between the read and the write: it
-      // pauses this process (SIGSTOP), or restarts a lock node, meanwhile.
-      armed = false;
-      const waiting = new Promise((resolve) => (go = resolve));
-      process.send({ type: 'inside', token, validity: lock.validity, at: now() });
-      await waiting;
-      // Awake again: what the lock says right now, before the write that was about to go out.
-      entry.held = { wokeAt: now(), heldOnWake: lock.isHeld, validityOnWake: lock.validity, abortedOnWake: lock.signal.aborted };
-    }
+    await holdIfArmed();
     const wrote = await store.set('counter', Number(read.value ?? 0) + 1, token, who);
     entry.store = 'ok';
     entry.seq = wrote.seq;

@@ -22,13 +22,28 @@ class Reports {
   }
 }
 
+/** Two imports at most at once; each hangs until the test lets it go, and says whether its permit was taken from it. */
+@Injectable()
+class Imports {
+  readonly running = new Map<string, { entered: () => void; finish?: () => void }>();
+
+  // 2 s: a limit-2 permit needs all 3 nodes' votes to be extended, so a loaded node must not cost it its permit.
+  @Locked('import', 2000, { limit: 2 })
+  async run(name: string): Promise<string> {
+    const { signal } = assertLocked();
+    const job = this.running.get(name)!;
+    await new Promise<void>((resolve) => ((job.finish = resolve), job.entered()));
+    return signal.aborted ? 'aborted' : 'done';
+  }
+}
+
 let fleet: RedisFleet;
 let app: INestApplication;
 beforeAll(async () => {
   fleet = await startFleet(3);
   const ref = await Test.createTestingModule({
     imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, identity: { app: 'reports' } })],
-    providers: [Reports],
+    providers: [Reports, Imports],
   }).compile();
   app = await ref.createNestApplication({ logger: false }).init();
 });
@@ -53,5 +68,24 @@ describe('LockService admin operations', () => {
     finish();
     expect(await job).toBe('aborted');
     expect((await locks.list('report:*')).locks).toEqual([]);
+  });
+
+  it('lists the holders of a @Locked semaphore and evicts one: that run alone is told, the other goes on', async () => {
+    const locks = app.get(LockService);
+    const imports = app.get(Imports);
+    const started = ['a', 'b'].map((name) => new Promise<void>((entered) => imports.running.set(name, { entered })));
+    const runs = ['a', 'b'].map((name) => imports.run(name));
+    await Promise.all(started);
+    const [listed] = (await locks.list('import')).locks;
+    expect(listed).toMatchObject({ resource: 'import', kind: 'semaphore', limit: 2, held: true });
+    expect(listed!.holders.map((h) => h.identity)).toEqual([{ app: 'reports' }, { app: 'reports' }]);
+    const lost = firstValueFrom(locks.events$.pipe(ofLockEvent('lost')));
+    const evicted = await locks.forceRelease('import', { holder: listed!.holders[0]!.holder });
+    expect(evicted).toMatchObject({ kind: 'semaphore', holder: listed!.holders[0]!.holder });
+    expect(evicted.releasedOn).toBeGreaterThanOrEqual(2);
+    expect(await lost).toMatchObject({ resources: ['import'], reason: 'keys-gone' });
+    for (const job of imports.running.values()) job.finish!();
+    // Which run held the evicted permit is the nodes' secret: one of the two was aborted, the other was not.
+    expect((await Promise.all(runs)).sort()).toEqual(['aborted', 'done']);
   });
 });

@@ -18,6 +18,7 @@ import {
 } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 @Injectable()
 class Jobs {
@@ -110,7 +111,7 @@ beforeAll(async () => {
   fleet = await startFleet(3);
   raw = fleet.urls.map((u) => new Redis(u));
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: 100 })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     controllers: [OptionsController],
     providers: [Jobs],
   }).compile();

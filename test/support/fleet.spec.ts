@@ -122,4 +122,22 @@ describe('real-Redis harness (startFleet / RedisNode)', () => {
       if (pid !== undefined) expect(processExists(pid)).toBe(false);
     }
   });
+
+  it('restart({ keepData: true }) resolves once the data is loaded: the next command gets no LOADING', async () => {
+    const node = new RedisNode({ persistence: true });
+    try {
+      await node.start();
+      // Enough data that loading it takes a while (INFO answers during the load; every other command gets LOADING).
+      const fill = "for i = 1, 300000 do redis.call('SET', 'fill:' .. i, i) end return 1";
+      for (let round = 0; round < 3; round++)
+        expect(await rawCommand(node.port, ['EVAL', fill.replace("'fill:'", `'fill${round}:'`), '0'], { timeoutMs: 30_000 })).toBe(1);
+      await node.kill();
+      await node.restart({ keepData: true });
+      expect(await rawCommand(node.port, ['GET', 'fill2:300000'])).toBe('300000');
+    } finally {
+      const pid = node.pid;
+      await node.stop();
+      if (pid !== undefined) expect(processExists(pid)).toBe(false);
+    }
+  });
 });

@@ -36,7 +36,7 @@ const lockKey = (resource: string) => `redlock:lock:${resource}`;
  * The operator's node timeout in the listing and force-release tests: they count every node's answer
  * (heldOn: 3, releasedOn: 3), and under two CPU hogs a node answered past 250 ms once. The CLI waits 1 s too.
  */
-const OPERATOR_NODE_TIMEOUT = 1000;
+export const OPERATOR_NODE_TIMEOUT = 1000;
 
 export function describeLockBehaviour(name: string, makeBackend: () => Promise<LockBackend>): void {
   describe(`lock behaviour: ${name}`, () => {

@@ -5,6 +5,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inspect } from 'node:util';
+import { fingerprint } from '../../lib/core/inspection.js';
+import { secretOf } from '../../lib/core/lock.js';
 import {
   InvalidArgumentError,
   LockKindMismatchError,
@@ -16,7 +19,8 @@ import {
   type RedlockOptions,
 } from '../../lib/index.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
-import type { LockBackend } from './lock-behaviour.js';
+import { until } from '../support/until.js';
+import { OPERATOR_NODE_TIMEOUT, type LockBackend } from './lock-behaviour.js';
 
 export function describePermitBehaviour(name: string, makeBackend: () => Promise<LockBackend>): void {
   describe(`semaphore and read-write lock behaviour: ${name}`, () => {
@@ -230,6 +234,127 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(next.fencingToken!).toBeGreaterThan(writer.fencingToken!);
       expect(writer.fencingToken!).toBeGreaterThan(held.fencingToken!);
       await next.release();
+    });
+
+    /** Waits until every node has every permit of `resource` (a permit is decided at its quorum; the last node may be answering). */
+    const onEveryNode = (operator: Redlock, resource: string, holders: number) =>
+      until(async () => {
+        const seen = await operator.inspect(resource);
+        return seen.holders.length === holders && seen.holders.every((h) => h.heldOn === 3);
+      }, `${holders} holder(s) of ${resource} on every node`);
+
+    /** A lock's holder fingerprint, as the operator tools show it. */
+    const holderOf = (lock: Lock) => fingerprint(secretOf(lock));
+
+    it('lists semaphores and read-write locks beside mutexes: kind, limit, every holder with its mode, identity and ttl, token and waiters', async () => {
+      const billing = client({ identity: { app: 'billing' } });
+      const reports = client({ identity: { app: 'reports' } });
+      const operator = client({ nodeTimeout: OPERATOR_NODE_TIMEOUT });
+      const pool = [await billing.acquire('pool', 30_000, { limit: 3 }), await reports.acquire('pool', 20_000, { limit: 3 })];
+      const readers = [await billing.acquire('doc', 30_000, { mode: 'read' }), await reports.acquire('doc', 30_000, { mode: 'read' })];
+      const writer = await billing.acquire('rebuild', 30_000, { mode: 'write' });
+      const mutex = await billing.acquire('mutex', 30_000);
+      await Promise.all([onEveryNode(operator, 'pool', 2), onEveryNode(operator, 'doc', 2), onEveryNode(operator, 'rebuild', 1)]);
+      const waiting = operator.acquire('rebuild', 30_000, { mode: 'read', retryCount: 1000, retryDelay: 50 }).catch((e: unknown) => e);
+      await until(async () => (await operator.inspect('rebuild')).waiters === 1, 'a reader queued behind the writer');
+
+      const listing = await operator.list('*');
+      expect(listing.locks.map((l) => [l.resource, l.kind])).toEqual([
+        ['doc', 'rw'],
+        ['mutex', 'mutex'],
+        ['pool', 'semaphore'],
+        ['rebuild', 'rw'],
+      ]);
+      const [doc, , semaphore, rebuild] = listing.locks;
+      // A limit-3 semaphore's permit needs all 3 nodes' votes; a read-write lock's a majority.
+      expect(semaphore).toMatchObject({ limit: 3, quorum: 3, held: true, heldOn: 3, waiters: 0 });
+      expect(semaphore!.holders).toEqual(
+        expect.arrayContaining([
+          { holder: holderOf(pool[0]!), identity: { app: 'billing' }, heldOn: 3, held: true, ttl: expect.any(Number) },
+          { holder: holderOf(pool[1]!), identity: { app: 'reports' }, heldOn: 3, held: true, ttl: expect.any(Number) },
+        ]),
+      );
+      expect(semaphore!.holders).toHaveLength(2);
+      const ttlOf = (h: string) => semaphore!.holders.find((x) => x.holder === h)!.ttl;
+      expect(ttlOf(holderOf(pool[0]!))).toBeGreaterThan(20_000);
+      expect(ttlOf(holderOf(pool[1]!))).toBeLessThanOrEqual(20_000);
+      expect(semaphore!.fencingCounter).toBe(Math.max(pool[0]!.fencingToken!, pool[1]!.fencingToken!));
+      expect(doc).toMatchObject({ quorum: 2, held: true, limit: undefined });
+      expect(doc!.holders.map((h) => [h.mode, h.identity?.app]).sort()).toEqual([
+        ['read', 'billing'],
+        ['read', 'reports'],
+      ]);
+      expect(rebuild).toMatchObject({ held: true, waiters: 1, fencingCounter: writer.fencingToken, holder: holderOf(writer) });
+      expect(rebuild!.holders).toEqual([
+        { holder: holderOf(writer), identity: { app: 'billing' }, mode: 'write', heldOn: 3, held: true, ttl: expect.any(Number) },
+      ]);
+      expect(rebuild!.nodes.every((n) => n.kind === 'rw' && n.holders?.[0]?.mode === 'write')).toBe(true);
+      // Fingerprints only: no permit's value, in JSON or util.inspect.
+      const shown = JSON.stringify(listing) + inspect(listing, { depth: null });
+      for (const lock of [...pool, ...readers, writer, mutex]) expect(shown).not.toContain(secretOf(lock).split('.')[0]);
+      await Promise.all([...pool, ...readers, writer, mutex].map((l) => l.release()));
+      await (await (waiting as Promise<Lock>)).release();
+    });
+
+    it('force-releases one permit of a semaphore: named among several, the waiter woken, the counter raised, the evicted holder told, the other kept', async () => {
+      const stuckClient = client({ identity: { app: 'stuck' } });
+      const operator = client({ nodeTimeout: OPERATOR_NODE_TIMEOUT });
+      const stuck = await stuckClient.acquire('slots', 30_000, { limit: 2, autoExtend: true });
+      const keeper = await client().acquire('slots', 30_000, { limit: 2 });
+      const lost = new Promise<Error>((resolve) => stuck.signal.addEventListener('abort', () => resolve(stuck.signal.reason as Error)));
+      await onEveryNode(operator, 'slots', 2);
+      const next = operator.acquire('slots', 30_000, { limit: 2, retryCount: 1000, retryDelay: 5000 });
+      await until(async () => (await operator.inspect('slots')).waiters === 1, 'the waiter in the queue');
+      await until(() => operator.stats.waiting === 1, 'the waiter counted by its client');
+
+      // Several holders: the operator must say which one; nothing is evicted meanwhile.
+      const unnamed = await operator.forceRelease('slots').catch((e: unknown) => e);
+      expect(unnamed).toBeInstanceOf(InvalidArgumentError);
+      expect(unnamed).toMatchObject({ code: 'INVALID_ARGUMENT', argument: 'holder' });
+      expect((unnamed as Error).message).toContain(holderOf(stuck));
+      expect((unnamed as Error).message).toContain(holderOf(keeper));
+      expect(await operator.forceRelease('slots', { holder: '0123456789ab' })).toMatchObject({ releasedOn: 0, otherHolderOn: 3 });
+      expect((await operator.inspect('slots')).holders).toHaveLength(2);
+
+      const evicted = performance.now();
+      const result = await operator.forceRelease('slots', { holder: holderOf(stuck) });
+      expect(result).toMatchObject({
+        resource: 'slots',
+        kind: 'semaphore',
+        releasedOn: 3,
+        holder: holderOf(stuck),
+        identity: { app: 'stuck' },
+      });
+      expect(result.fencingToken).toBeGreaterThan(Math.max(stuck.fencingToken!, keeper.fencingToken!));
+      // The freed permit goes to the waiter, woken by the eviction well before its 5 s retry.
+      const taken = await next;
+      expect(performance.now() - evicted).toBeLessThan(4000);
+      expect(taken.fencingToken).toBeGreaterThan(result.fencingToken!);
+      await expect(stuck.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      expect(await lost).toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      await expect(keeper.extend()).resolves.toBe(keeper);
+      expect((await operator.inspect('slots')).holders.map((h) => h.holder).sort()).toEqual([holderOf(keeper), holderOf(taken)].sort());
+      await Promise.all([keeper.release(), taken.release()]);
+    });
+
+    it('force-releases the writer of a read-write lock, its only holder, without naming it: every queued reader is let in', async () => {
+      const operator = client({ nodeTimeout: OPERATOR_NODE_TIMEOUT });
+      const writer = await client().acquire('catalog', 30_000, { mode: 'write' });
+      await onEveryNode(operator, 'catalog', 1);
+      const readers = [client({ retryDelay: 5000, retryJitter: 0 }), client({ retryDelay: 5000, retryJitter: 0 })];
+      const reading = readers.map((r) => r.acquire('catalog', 30_000, { mode: 'read' }));
+      await until(async () => (await operator.inspect('catalog')).waiters === 2, 'two readers queued');
+      await until(() => readers.every((r) => r.stats.waiting === 1), 'both readers refused once');
+
+      const evicted = performance.now();
+      const result = await operator.forceRelease('catalog');
+      expect(result).toMatchObject({ kind: 'rw', mode: 'write', releasedOn: 3, holder: holderOf(writer) });
+      const [a, b] = await Promise.all(reading);
+      // Both woken by the eviction (their retries are 5 s away), and inside together.
+      expect(performance.now() - evicted).toBeLessThan(4000);
+      expect((await operator.inspect('catalog')).holders.map((h) => h.mode)).toEqual(['read', 'read']);
+      await expect(writer.extend()).rejects.toMatchObject({ code: 'LOCK_LOST', reason: 'keys-gone' });
+      await Promise.all([a!.release(), b!.release()]);
     });
 
     it('checks limit and mode at the boundary', async () => {

@@ -154,12 +154,16 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           const holder = pick(['', fingerprint(pick(values)), '000000000000']);
           const fencing = random() < 0.6;
           const args = [holder, fencing ? (base + pick([0, 7])) * 1000 : '', fencing ? 60_000 : '', 'd:wake:'];
-          result = await run(FORCE_RELEASE, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`], () => args);
+          result = await run(
+            FORCE_RELEASE,
+            [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`, `d:queue-deadlines:${r}`, `d:kind:${r}`],
+            () => args,
+          );
           break;
         }
         case 'inspect': {
           const r = resources[0]!;
-          result = await run(INSPECT, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`], () => []);
+          result = await run(INSPECT, [`d:lock:${r}`, `d:fence:${r}`, `d:queue:${r}`, `d:kind:${r}`], () => []);
           break;
         }
         default: {

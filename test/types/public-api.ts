@@ -31,6 +31,8 @@ import {
   type BusyContext,
   type ForceReleaseResult,
   type LockListing,
+  type ResourceHolder,
+  type ResourceKind,
   type AcquireOptions,
   type LockEvent,
   type LockedOptions,
@@ -71,7 +73,10 @@ async function core(): Promise<void> {
   const evicted: ForceReleaseResult = await redlock.forceRelease('a', { holder: '0123456789ab' });
   const stats: { readonly held: number; readonly waiting: number } = redlock.stats;
   const under: Lock = assertLocked('a');
-  void [listing.locks[0]?.identity, evicted.fencingToken, stats, under];
+  const kind: ResourceKind | undefined = listing.locks[0]?.kind;
+  const holders: readonly ResourceHolder[] = listing.locks[0]?.holders ?? [];
+  const mode: 'read' | 'write' | undefined = holders[0]?.mode ?? evicted.mode;
+  void [listing.locks[0]?.identity, evicted.fencingToken, stats, under, kind, mode];
   await redlock.close({ grace: 100 });
   void [token, signal, result, createMemoryRedlock()];
 

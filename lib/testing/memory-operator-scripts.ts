@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import type { Ops } from './memory-data.js';
+import { heldWeight, limitOf, wake } from './memory-permit-scripts.js';
+
+// The operators' scripts (lib/core/operator-scripts.ts) as JavaScript, step by
+// step, for MemoryRedisNode: KEYS[i] of the Lua is keys[i - 1] here.
+
+type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
+
+/** A member's value (a writer's ':w' left out) and whether it is a writer's. */
+function valueOf(member: string): [value: string, writer: 0 | 1] {
+  return member.endsWith(':w') ? [member.slice(0, -2), 1] : [member, 0];
+}
+
+const fingerprint = (value: string) => createHash('sha1').update(value).digest('hex').slice(0, 12);
+
+/** Lua's `string.match(value, '%..*$') or false`. */
+function identityOf(value: string): string | null {
+  const dot = value.indexOf('.');
+  return dot < 0 ? null : value.slice(dot);
+}
+
+export const inspect: Implementation = (ops, KEYS) => {
+  const [counter, waiters] = [ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
+  const type = ops.type(KEYS[0]!);
+  if (type === 'string') {
+    const value = ops.get(KEYS[0]!)!;
+    return ['mutex', counter, waiters, [fingerprint(value), identityOf(value), ops.pttl(KEYS[0]!), 0]];
+  }
+  if (type !== 'zset') return [null, counter, waiters, []];
+  const now = ops.clockMs();
+  const holders: unknown[] = [];
+  // ZRANGEBYSCORE now +inf: the permits that have not run out, in ZRANGE order.
+  for (const member of ops.zmembers(KEYS[0]!)) {
+    const score = ops.zscore(KEYS[0]!, member)!;
+    if (score < now) continue;
+    const [value, writer] = valueOf(member);
+    holders.push(fingerprint(value), identityOf(value), score - now, writer);
+  }
+  return [ops.get(KEYS[3]!) ?? '', counter, waiters, holders];
+};
+
+/** The zset branch of FORCE_RELEASE: the reply's head (outcome, holder, identity, writer), or a reply to return as is. */
+function evictPermit(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], kind: string): unknown[] {
+  const wanted = ARGV[0]!;
+  const now = ops.clockMs();
+  const limit = limitOf(kind);
+  heldWeight(ops, KEYS[0]!, now, limit);
+  const members = ops.zmembers(KEYS[0]!);
+  let found: string | undefined;
+  for (const m of members) if (wanted === '' || fingerprint(valueOf(m)[0]) === wanted) found = m;
+  if (wanted === '' && members.length > 1) return [-2, null, null, null, kind, 0];
+  if (found === undefined && members.length > 0) return [-1, null, null, null, kind, 0];
+  if (found === undefined) return [0, null, null, null, kind, 0];
+  ops.zrem(KEYS[0]!, found);
+  const [value, writer] = valueOf(found);
+  wake(ops, KEYS[2]!, KEYS[3]!, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[3]!, '');
+  return [1, null, fingerprint(value), identityOf(value), kind, writer];
+}
+
+export const forceRelease: Implementation = (ops, KEYS, ARGV) => {
+  const type = ops.type(KEYS[0]!);
+  let reply: unknown[] = [0, null, null, null, null, 0];
+  if (type === 'string') {
+    const value = ops.get(KEYS[0]!)!;
+    if (ARGV[0] !== '' && fingerprint(value) !== ARGV[0]) return [-1, null, null, null, 'mutex', 0];
+    ops.del(KEYS[0]!);
+    const head = ops.zfirst(KEYS[2]!);
+    if (head !== undefined) ops.publish(ARGV[3]! + head.split('.')[0], head);
+    reply = [1, null, fingerprint(value), identityOf(value), 'mutex', 0];
+  } else if (type === 'zset') {
+    reply = evictPermit(ops, KEYS, ARGV, ops.get(KEYS[4]!) ?? '');
+    if (reply[0] === -1 || reply[0] === -2) return reply;
+  }
+  if (ARGV[1] === '') return reply;
+  const counter = Number(ops.get(KEYS[1]!) ?? '0');
+  const floor = Number(ARGV[1]);
+  const text = (counter >= floor ? counter + 1 : floor).toFixed(0);
+  ops.set(KEYS[1]!, text, ARGV[2]!);
+  reply[1] = text;
+  return reply;
+};
