@@ -121,14 +121,14 @@ function nestRedlock(extra, clients = 'urls', build = nestRedlockBuild) {
 }
 
 /**
- * nest-redlock over clients the application made with another library: node-redis
- * (`redis`, v5) or iovalkey. Set up like the ioredis clients above (no offline queue).
+ * nest-redlock over clients the application made with another library
+ * (`open(urls)`, `close(clients)`): node-redis, iovalkey, Valkey GLIDE.
  */
-function nestRedlockOver(connect) {
-  return async (urls, { wait }) => {
+function nestRedlockOver(open, close, extra = {}) {
+  return async (urls, { wait, nodeTimeout }) => {
     const { Redlock } = await import(nestRedlockBuild());
-    const clients = await Promise.all(urls.map(connect));
-    const redlock = new Redlock({ nodes: clients, retryCount: wait ? 1_000_000 : 0 });
+    const clients = await open(urls);
+    const redlock = new Redlock({ nodes: clients, retryCount: wait ? 1_000_000 : 0, ...(nodeTimeout && { nodeTimeout }), ...extra });
     return {
       ready: () => redlock.ready(),
       acquire: (key, ttl) => redlock.acquire(key, ttl),
@@ -136,7 +136,7 @@ function nestRedlockOver(connect) {
       attempts: (lock) => lock.attempts,
       close: async () => {
         await redlock.close();
-        await Promise.all(clients.map((c) => (c.close ?? c.quit).call(c).catch(() => undefined)));
+        await close(clients);
       },
     };
   };
@@ -149,30 +149,53 @@ export const clientSetups = {
 };
 const passedIn = (setup) => (setup === 'same' ? 'clients passed in, same ioredis copy' : 'clients passed in, other ioredis copy');
 
-/**
- * nest-redlock over the application's own Valkey GLIDE clients (one GlideClient
- * per node), to compare its GLIDE adapter with its ioredis connections in the same run.
- */
-async function nestRedlockOverGlide(urls, { wait }) {
-  const [{ Redlock }, { GlideClient, Logger }] = await Promise.all([import(nestRedlockBuild()), import('@valkey/valkey-glide')]);
+/** One Valkey GLIDE `GlideClient` per node, as an application makes them. */
+async function glideClients(urls) {
+  const { GlideClient, Logger } = await import('@valkey/valkey-glide');
   Logger.setLoggerConfig('error'); // GLIDE logs every NOSCRIPT and reconnect at WARN
-  const clients = await Promise.all(
+  return Promise.all(
     urls.map((url) => {
       const { hostname, port } = new URL(url);
       // requestTimeout: GLIDE's 250 ms default would fail commands before the lock's own node timeout.
       return GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port || 6379) }], requestTimeout: 2000 });
     }),
   );
-  const redlock = new Redlock({ nodes: clients, retryCount: wait ? 1_000_000 : 0 });
-  return {
-    ready: () => redlock.ready(),
-    acquire: (key, ttl) => redlock.acquire(key, ttl),
-    release: (lock) => lock.release(),
-    attempts: (lock) => lock.attempts,
-    close: async () => {
-      await redlock.close();
-      clients.forEach((c) => c.close());
-    },
+}
+const closeGlide = async (clients) => clients.forEach((c) => c.close());
+
+/** A node-redis (`redis`, v5) client of `url`, connected, set up like the ioredis clients above (no offline queue). */
+async function nodeRedisClient(url) {
+  const { createClient } = await import('redis');
+  const client = createClient({ url, disableOfflineQueue: true });
+  client.on('error', () => undefined); // a node down is part of the scenario
+  return client.connect();
+}
+const closeNodeRedis = (clients) => Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+
+/**
+ * redlock-universal over clients of one library (`open(urls)`, `close(clients)`)
+ * through its adapter class for them. Its lock objects are per key
+ * (`createRedlock({ key })`), so one is made per acquisition; its round waits for
+ * every node (allSettled).
+ */
+function redlockUniversal(open, close, adapterClass) {
+  return async (urls, { wait }) => {
+    const module = await import('redlock-universal');
+    const clients = await open(urls);
+    const adapters = clients.map((c) => new module[adapterClass](c));
+    const retries = { retryAttempts: wait ? 1e9 : 0 };
+    return {
+      ready: async () => undefined,
+      async acquire(key, ttl) {
+        const lock = module.createRedlock({ adapters, key, ttl, ...retries });
+        return { lock, handle: await lock.acquire() };
+      },
+      async release({ lock, handle }) {
+        if (!(await lock.release(handle))) throw new Error('release not confirmed by a quorum');
+      },
+      attempts: ({ handle }) => handle.metadata?.attempts,
+      close: () => close(clients),
+    };
   };
 }
 
@@ -212,24 +235,19 @@ export const adapters = {
   'nest-redlock (node-redis clients)': {
     waits: 'as nest-redlock',
     variant: 'speed', // the node-redis adapter beside the ioredis connections of the same run
-    create: nestRedlockOver(async (url) => {
-      const { createClient } = await import('redis');
-      const client = createClient({ url, disableOfflineQueue: true });
-      client.on('error', () => undefined); // a node down is part of the scenario
-      return client.connect();
-    }),
+    create: nestRedlockOver((urls) => Promise.all(urls.map(nodeRedisClient)), closeNodeRedis),
   },
 
   'nest-redlock (iovalkey clients)': {
     waits: 'as nest-redlock',
     variant: 'speed',
-    create: nestRedlockOver(async (url) => {
-      const { Valkey } = await import('iovalkey');
-      const client = new Valkey(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
-      client.on('error', () => undefined);
-      if (client.status !== 'ready') await once(client, 'ready');
-      return client;
-    }),
+    create: nestRedlockOver(
+      async (urls) => {
+        const { Valkey } = await import('iovalkey');
+        return clientsFor(urls, Valkey);
+      },
+      (clients) => closeAll(clients),
+    ),
   },
 
   ...Object.fromEntries(
@@ -245,7 +263,21 @@ export const adapters = {
   'nest-redlock (GLIDE clients)': {
     waits: 'as nest-redlock',
     variant: 'speed', // the uncontended cycle and the 64-caller throughput, beside nest-redlock over ioredis
-    create: nestRedlockOverGlide,
+    create: nestRedlockOver(glideClients, closeGlide),
+  },
+
+  // The plain protocol over the clients redlock-universal also takes, to compare like with like.
+  // (No comma in these names: BENCH_LIBS is split on commas.)
+  'nest-redlock (node-redis clients; fencing and fair waiting off)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    create: nestRedlockOver((urls) => Promise.all(urls.map(nodeRedisClient)), closeNodeRedis, { fencing: false, fairWaiting: false }),
+  },
+
+  'nest-redlock (GLIDE clients; fencing and fair waiting off)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    create: nestRedlockOver(glideClients, closeGlide, { fencing: false, fairWaiting: false }),
   },
 
   'nest-redlock (fair waiting off)': {
@@ -331,31 +363,23 @@ export const adapters = {
     },
   },
 
-  /**
-   * The successor its maintainers name for @sesamecare-oss/redlock, through its
-   * ioredis adapter. Its lock objects are per key (`createRedlock({ key })`), so
-   * one is made per acquisition; its round waits for every node (allSettled).
-   */
+  /** The successor its maintainers name for @sesamecare-oss/redlock, through its ioredis adapter. */
   'redlock-universal': {
     waits: 'retryAttempts 1e9, default retryDelay 200 ms (no jitter)',
-    async create(urls, { wait }) {
-      const { createRedlock, IoredisAdapter } = await import('redlock-universal');
-      const clients = await clientsFor(urls);
-      const adapters = clients.map((c) => new IoredisAdapter(c));
-      const retries = { retryAttempts: wait ? 1e9 : 0 };
-      return {
-        ready: async () => undefined,
-        async acquire(key, ttl) {
-          const lock = createRedlock({ adapters, key, ttl, ...retries });
-          return { lock, handle: await lock.acquire() };
-        },
-        async release({ lock, handle }) {
-          if (!(await lock.release(handle))) throw new Error('release not confirmed by a quorum');
-        },
-        attempts: ({ handle }) => handle.metadata?.attempts,
-        close: () => closeAll(clients),
-      };
-    },
+    create: redlockUniversal(clientsFor, closeAll, 'IoredisAdapter'),
+  },
+
+  // The one other library here that takes node-redis and GLIDE clients: beside nest-redlock's rows over the same clients.
+  'redlock-universal (node-redis clients)': {
+    waits: 'as redlock-universal',
+    variant: 'speed',
+    create: redlockUniversal((urls) => Promise.all(urls.map(nodeRedisClient)), closeNodeRedis, 'NodeRedisAdapter'),
+  },
+
+  'redlock-universal (GLIDE clients)': {
+    waits: 'as redlock-universal',
+    variant: 'speed',
+    create: redlockUniversal(glideClients, closeGlide, 'GlideAdapter'),
   },
 
   /**

@@ -2,7 +2,8 @@
  * iovalkey (the Valkey project's fork of ioredis) as lock nodes: its clients
  * have ioredis's shape, so the ioredis adapter takes them as they are. The
  * shared behaviour suite on standalone clients, then what could tell the fork
- * apart: a dropped connection, a cluster, the types.
+ * apart: a cluster, the types (the waiting, fencing and node-failure suites:
+ * test/clients/iovalkey-suites.e2e-spec.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Valkey, Cluster as ValkeyCluster } from 'iovalkey';
@@ -43,30 +44,7 @@ describe('the ioredis adapter with iovalkey clients', () => {
     const cluster: NodeSpec = new ValkeyCluster([{ host: 'localhost', port: 7000 }], { lazyConnect: true });
     expect(connectionFor(cluster).connection.identity).toBe('cluster(127.0.0.1:7000)');
   });
-
-  it('a node hung with commands in flight, killed and restarted, is counted again', async () => {
-    const fleet = await sharedFleet();
-    // Set up as the library sets up its own connections (see the ioredis copy test in redlock.e2e-spec.ts).
-    const nodes = fleet.urls.map((url) => new Valkey(url, { autoResendUnfulfilledCommands: false, enableOfflineQueue: false }));
-    const redlock = new Redlock({ nodes, nodeTimeout: 50, restartGuard: 0 });
-    try {
-      await until(() => nodes.every((c) => c.status === 'ready'), 'the clients connected');
-      await redlock.acquire('warm', 5000).then((l) => l.release());
-      await fleet.pause(2);
-      await (await redlock.acquire('in-flight', 5000)).release(); // node 2 left unanswered
-      await fleet.kill(2);
-      await fleet.restart(2);
-      await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'node 2 back');
-      await fleet.pause(0); // a quorum now needs node 2
-      const lock = await redlock.acquire('needs-2', 5000, { retryCount: 0 });
-      expect(await nodes[2]!.exists('redlock:lock:needs-2')).toBe(1);
-      await lock.release();
-    } finally {
-      if (fleet.nodes[0]!.paused) await fleet.resume(0);
-      await redlock.close();
-      nodes.forEach((c) => c.disconnect());
-    }
-  });
+  // A node down, paused, hung and killed: the node-failure suite (test/clients/iovalkey-suites.e2e-spec.ts).
 });
 
 describe('an iovalkey Cluster as a lock node', () => {

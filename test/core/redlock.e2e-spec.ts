@@ -2,20 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { firstValueFrom, from, type ObservableInput } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  LockAbortedError,
-  LockLostError,
-  QuorumUnreachableError,
-  Redlock,
-  ResourceBusyError,
-  type Lock,
-  type LockEvent,
-} from '../../lib/index.js';
+import { LockAbortedError, LockLostError, Redlock, ResourceBusyError, type Lock, type LockEvent } from '../../lib/index.js';
 import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
-import { otherIoredis } from '../support/other-ioredis.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
@@ -222,18 +213,7 @@ describe('lifecycle', () => {
   });
 });
 
-describe('node failures', () => {
-  it('works with 2 of 5 nodes killed', async () => {
-    await fleet.kill(3);
-    await fleet.kill(4);
-    const redlock = client();
-    const lock = await redlock.acquire('degraded', 5000);
-    await lock.extend(5000);
-    await lock.release();
-    // Within 1 s, well before the 5 s ttl: released, not expired.
-    await until(() => onEveryNode(raw.slice(0, 3), 'redlock:lock:degraded', false), 'the key gone from the live nodes', 1000);
-  });
-
+describe('acquire on the wire', () => {
   it('the plain protocol (fencing and fair waiting off) takes one resource with a bare SET NX PX, no script', async () => {
     const redlock = client({ fencing: false, fairWaiting: false });
     await Promise.all(raw.map((r) => r.config('RESETSTAT')));
@@ -265,104 +245,6 @@ describe('node failures', () => {
       expect(await raw[0]!.eval(ACQUIRE.lua, keys.length, ...keys, 'v', '10000', '')).toEqual([1, 0]);
       for (const key of keys) expect(await raw[0]!.pttl(key)).toBeGreaterThan(9000);
     }
-  });
-
-  it('with 2 of 5 nodes paused, acquire returns within the per-node timeout plus a margin', async () => {
-    const redlock = client({ nodeTimeout: 100 });
-    await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up
-    await fleet.pause(3);
-    await fleet.pause(4);
-    const started = performance.now();
-    const lock = await redlock.acquire('paused', 5000);
-    expect(performance.now() - started).toBeLessThan(100 + 50);
-    await lock.release(); // the paused nodes time out: release still confirms on a quorum
-  });
-
-  it('with 2 of 5 nodes hung, sends them nothing new per call and leaves no ghost key when they resume', async () => {
-    const redlock = client({ nodeTimeout: 50 });
-    await redlock.acquire('warm', 5000).then((l) => l.release());
-    const calls = (i: number) => commandCalls(raw[i]!, 'evalsha');
-    const before = await Promise.all([3, 4].map(calls));
-    await fleet.pause(3);
-    await fleet.pause(4);
-    // Until a node has been silent for a node timeout, nothing tells it from a slow one:
-    // commands go to it. Count the cycles of that window.
-    const hungAt = performance.now();
-    let cycle = 0;
-    while (performance.now() - hungAt < 50 + 10) await (await redlock.acquire(`hung:${cycle++}`, 5000)).release();
-    const window = cycle;
-    // From then on, however many calls: nothing more is sent to them.
-    while (cycle < 5 * window + 100) await (await redlock.acquire(`hung:${cycle++}`, 5000)).release();
-    await fleet.resume(3);
-    await fleet.resume(4);
-    await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'the backlog answered');
-    const after = await Promise.all([3, 4].map(calls));
-    // At most the window's commands (an acquire and a release per cycle, now and then a
-    // token write-back), never a command per later call.
-    for (let k = 0; k < 2; k++) expect(after[k]! - before[k]!).toBeLessThanOrEqual(3 * window + 4);
-    for (const i of [3, 4]) expect(await raw[i]!.keys('redlock:lock:hung:*')).toEqual([]);
-    expect(cycle - window).toBeGreaterThan(3 * window + 4); // so the bound above can tell
-  });
-
-  /** Node 4 hung with commands in flight, killed and restarted: it must count again (not stay "hung"). */
-  async function hungNodeKilledIsCountedAgain(redlock: Redlock): Promise<void> {
-    await redlock.acquire('warm', 5000).then((l) => l.release());
-    await fleet.pause(4);
-    await (await redlock.acquire('in-flight', 5000)).release(); // node 4 left unanswered
-    await fleet.kill(4); // its connection drops with those commands in flight
-    await fleet.restart(4);
-    await until(async () => (await redlock.ping()).every((n) => n.status === 'up'), 'node 4 back');
-    // A quorum now needs node 4: its client must not still count it as hung.
-    await Promise.all([fleet.pause(0), fleet.pause(1)]);
-    const lock = await redlock.acquire('needs-4', 5000, { retryCount: 0 });
-    expect(await raw[4]!.exists('redlock:lock:needs-4')).toBe(1);
-    await lock.release();
-  }
-
-  it('a hung node killed with commands in flight and restarted is counted again', async () => {
-    // Not about the restart guard (on by default, it would keep the restarted node out for the ttl).
-    await hungNodeKilledIsCountedAgain(client({ nodeTimeout: 50, restartGuard: 0 }));
-  });
-
-  it("the application's own ioredis copy: a hung node killed with commands in flight is counted again (issue 18.14)", async () => {
-    const OtherRedis = await otherIoredis();
-    // Clients of another copy of ioredis, set up as the library sets up its own.
-    const own = fleet.urls.map((url) => new OtherRedis(url, { autoResendUnfulfilledCommands: false, enableOfflineQueue: false }));
-    expect(own[0]).not.toBeInstanceOf(Redis);
-    const redlock = client({ nodes: own, nodeTimeout: 50, restartGuard: 0 });
-    try {
-      await until(() => own.every((c) => c.status === 'ready'), 'the clients connected');
-      await hungNodeKilledIsCountedAgain(redlock);
-    } finally {
-      await redlock.close();
-      own.forEach((c) => c.disconnect());
-    }
-  });
-
-  it('with 3 of 5 nodes down, fails with the quorum error promptly', async () => {
-    const redlock = client({ retryCount: 10, retryDelay: 200 });
-    await redlock.acquire('warm', 5000).then((l) => l.release());
-    await Promise.all([fleet.kill(0), fleet.kill(1), fleet.kill(2)]);
-    const started = performance.now();
-    const error = await redlock.acquire('down', 5000).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(QuorumUnreachableError);
-    expect((error as QuorumUnreachableError).attempts.at(-1)!.nodes.filter((n) => n.outcome === 'error')).toHaveLength(3);
-    expect(performance.now() - started).toBeLessThan(200);
-  });
-
-  it('a busy resource is reported as busy, not as unreachable nodes, even with nodes down', async () => {
-    const redlock = client({ retryCount: 0 });
-    const held = await redlock.acquire('held', 5000);
-    const busy = await redlock.acquire('held', 5000).catch((e: unknown) => e);
-    expect(busy).toBeInstanceOf(ResourceBusyError);
-    const outcomes = (busy as ResourceBusyError).attempts[0]!.nodes.map((n) => n.outcome);
-    expect(outcomes.filter((o) => o === 'busy').length).toBeGreaterThanOrEqual(3);
-    expect(outcomes.filter((o) => o === 'error' || o === 'timeout')).toEqual([]);
-
-    // Held, with two nodes down as well: still "busy", since the nodes that answered say so.
-    await Promise.all([fleet.kill(3), fleet.kill(4)]);
-    await expect(redlock.acquire('held', 5000)).rejects.toBeInstanceOf(ResourceBusyError);
-    await held.release();
   });
 });
 
@@ -564,84 +446,5 @@ describe('failed attempts', () => {
       expect(await raw[i]!.exists('redlock:lock:a')).toBe(0);
       expect(await raw[i]!.get('redlock:lock:b')).toBe(i < 3 ? 'someone-else' : null);
     }
-  });
-});
-
-describe('fencing tokens', () => {
-  it('grow with every acquisition of a resource', async () => {
-    const redlock = client();
-    const tokens: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const lock = await redlock.acquire('fenced', 5000);
-      tokens.push(lock.fencingToken!);
-      await lock.release();
-    }
-    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]!);
-  });
-
-  it('grow across disjoint majorities thanks to the write-back', async () => {
-    // Node 0's counter is far ahead; A takes {0,1,2}, then B takes {2,3,4}.
-    await raw[0]!.set('redlock:fence:r', String(1e12));
-    await Promise.all([1, 2, 3, 4].map((i) => raw[i]!.set('redlock:fence:r', '5')));
-    const redlock = client({ retryCount: 0, nodeTimeout: 100 });
-    await Promise.all([3, 4].map((i) => fleet.pause(i)));
-    const a = await redlock.acquire('r', 5000);
-    await a.release();
-    await Promise.all([3, 4].map((i) => fleet.resume(i)));
-    await Promise.all([0, 1].map((i) => fleet.pause(i)));
-    const b = await redlock.acquire('r', 5000);
-    expect(b.fencingToken!).toBeGreaterThan(a.fencingToken!);
-    await b.release();
-  });
-
-  it('cost no extra round trip when the nodes agree, and one to the others when they do not', async () => {
-    // A generous node timeout: a loaded machine must not turn a slow answer into a retry.
-    const redlock = client({ retryCount: 0, nodeTimeout: 1000 });
-    const scripts = () => Promise.all(raw.map((r) => commandCalls(r, 'evalsha')));
-    // A release is decided at quorum: the last ones may still be on their way.
-    const settled = (total: number) => until(async () => (await scripts()).reduce((a, b) => a + b) === total, `${total} scripts run`);
-    await Promise.all(raw.map((r) => r.config('RESETSTAT')));
-    await (await redlock.acquire('warm', 5000)).release(); // connected, scripts loaded
-    await settled(10);
-
-    await Promise.all(raw.map((r) => r.config('RESETSTAT')));
-    await (await redlock.acquire('agree', 5000)).release();
-    await settled(10);
-    expect(await scripts()).toEqual([2, 2, 2, 2, 2]); // acquire, release: nothing else
-
-    // Counters that drifted apart below the client's clock (nodes that missed
-    // acquisitions, or were reborn at other clocks) all rise to that clock in µs:
-    // the nodes agree again without a write-back.
-    await Promise.all(raw.map((r, i) => r.set('redlock:fence:lagging', String(1e15 + i))));
-    await Promise.all(raw.map((r) => r.config('RESETSTAT')));
-    const floor = Date.now() * 1000;
-    const lagging = await redlock.acquire('lagging', 5000);
-    expect(lagging.fencingToken).toBeGreaterThanOrEqual(floor);
-    await lagging.release();
-    await settled(10);
-    expect(await scripts()).toEqual([2, 2, 2, 2, 2]);
-    expect(new Set(await Promise.all(raw.map((r) => r.get('redlock:fence:lagging'))))).toEqual(new Set([String(lagging.fencingToken)]));
-
-    // Every node's counter differs, all ahead of the client's clock: whichever nodes
-    // make the quorum disagree. The token is the highest among them (any three nodes
-    // include node 2, 3 or 4), written back to the others before the lock is handed over.
-    await Promise.all(raw.map((r, i) => r.set('redlock:fence:disagree', String(5e15 + 10 * i))));
-    await Promise.all(raw.map((r) => r.config('RESETSTAT')));
-    const lock = await redlock.acquire('disagree', 5000);
-    expect([5e15 + 21, 5e15 + 31, 5e15 + 41]).toContain(lock.fencingToken);
-    await lock.release();
-    await settled(5 + 4 + 5);
-    const counts = await scripts();
-    // Acquire, write-back, release; no write-back to the node the token came from.
-    expect(counts[(lock.fencingToken! - 5e15 - 1) / 10]).toBe(2);
-    expect([...counts].sort()).toEqual([2, 3, 3, 3, 3]);
-  });
-
-  it('are off when fencing is disabled', async () => {
-    const redlock = client({ fencing: false });
-    const lock = await redlock.acquire('plain', 5000);
-    expect(lock.fencingToken).toBeUndefined();
-    expect(await raw[0]!.exists('redlock:fence:plain')).toBe(0);
-    await lock.release();
   });
 });

@@ -7,6 +7,7 @@ import request from 'supertest';
 import { Redlock, RedlockModule } from '../../lib/index.js';
 import { RedlockHealthIndicator, RedlockHealthModule, type RedlockHealthDetails } from '../../lib/health/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Health-check timeout used throughout, ms. */
 const TIMEOUT = 300;
@@ -42,7 +43,7 @@ beforeAll(async () => {
   const nodes = fleet.urls.map((url, i) => (i === 0 ? url.replace('redis://', `redis://default:${SECRET}@`) : url));
   const moduleRef = await Test.createTestingModule({
     // RedlockModule is not global: the indicator finds the client anyway.
-    imports: [RedlockModule.forRoot({ nodes }), HealthModule],
+    imports: [RedlockModule.forRoot({ nodes, nodeTimeout: TEST_NODE_TIMEOUT }), HealthModule],
   }).compile();
   app = await moduleRef.createNestApplication({ logger: false }).init();
   await app.get(Redlock).ready();

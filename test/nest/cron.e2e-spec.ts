@@ -8,6 +8,7 @@ import { firstValueFrom } from 'rxjs';
 import { LockService, Locked, RedlockModule, ofLockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Every run of each job: [job, app, second of the tick]. */
 const runs: [string, string, number][] = [];
@@ -48,7 +49,7 @@ const apps: INestApplicationContext[] = [];
 
 async function startApp(name: string, providers: (new (...args: never[]) => unknown)[]): Promise<INestApplicationContext> {
   @Module({
-    imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes: fleet.urls })],
+    imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     providers: providers as never[],
   })
   class AppModule {}

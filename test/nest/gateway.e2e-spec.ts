@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket } from 'ws';
 import { LockService, Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 @WebSocketGateway()
 class SeatsGateway {
@@ -35,7 +36,7 @@ async function answer(event: string, data: unknown): Promise<{ event: string; da
 beforeAll(async () => {
   fleet = await startFleet(3);
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     providers: [SeatsGateway],
   }).compile();
   app = moduleRef.createNestApplication({ logger: false });

@@ -10,6 +10,7 @@ import { GraphQLError } from 'graphql';
 import request from 'supertest';
 import { LockService, Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 @Resolver()
 class OrdersResolver {
@@ -44,7 +45,7 @@ class OrdersResolver {
 async function mercurius(nodes: string[], options: Partial<MercuriusDriverConfig>): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      RedlockModule.forRoot({ nodes }),
+      RedlockModule.forRoot({ nodes, nodeTimeout: TEST_NODE_TIMEOUT }),
       GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, ...options }),
     ],
     providers: [OrdersResolver],
@@ -60,7 +61,7 @@ const DRIVERS = {
   Apollo: async (nodes: string[]) => {
     const moduleRef = await Test.createTestingModule({
       imports: [
-        RedlockModule.forRoot({ nodes }),
+        RedlockModule.forRoot({ nodes, nodeTimeout: TEST_NODE_TIMEOUT }),
         GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
       ],
       providers: [OrdersResolver],

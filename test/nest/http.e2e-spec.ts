@@ -10,6 +10,7 @@ import { firstValueFrom } from 'rxjs';
 import { LockService, Locked, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 const counters = new Map<string, number>();
 let lostSeen: (() => void) | undefined;
@@ -96,7 +97,7 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
   beforeAll(async () => {
     counters.clear();
     const moduleRef = await Test.createTestingModule({
-      imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+      imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
       controllers: [CounterController],
       providers: [Slow],
     }).compile();

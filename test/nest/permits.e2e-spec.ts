@@ -5,6 +5,7 @@ import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, LockService, Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Counts the calls inside at once, per resource. */
 class Gauge {
@@ -48,7 +49,7 @@ let provider: Provider;
 beforeAll(async () => {
   fleet = await startFleet(3);
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: 100, retryDelay: 20, retryJitter: 20 })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, retryDelay: 20, retryJitter: 20 })],
     providers: [Provider],
   }).compile();
   app = moduleRef.createNestApplication({ logger: false });

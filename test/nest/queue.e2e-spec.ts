@@ -7,6 +7,7 @@ import type { Job, Queue } from 'bullmq';
 import { LockService, Locked, RedlockModule, ofLockEvent, type LockSkippedEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Every run of a processor: [processor, job id]. */
 const runs: [string, string][] = [];
@@ -42,7 +43,7 @@ beforeAll(async () => {
     imports: [
       BullModule.forRoot({ connection: { host: '127.0.0.1', port: queueNode.ports[0]! } }),
       BullModule.registerQueue({ name: 'orders' }, { name: 'reports' }),
-      RedlockModule.forRoot({ nodes: locksFleet.urls, jobBusy: { delay: 200 } }),
+      RedlockModule.forRoot({ nodes: locksFleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, jobBusy: { delay: 200 } }),
     ],
     providers: [OrdersProcessor, ReportsProcessor],
   })

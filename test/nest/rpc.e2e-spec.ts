@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { firstValueFrom } from 'rxjs';
 import { Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 const balances = new Map<string, number>();
 
@@ -39,7 +40,7 @@ beforeAll(async () => {
   fleet = await startFleet(3);
   const port = await freePort();
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     controllers: [PaymentsHandler],
   }).compile();
   service = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: false });

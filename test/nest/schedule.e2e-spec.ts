@@ -8,6 +8,7 @@ import { firstValueFrom } from 'rxjs';
 import { Redlock, LockService, Locked, RedlockModule, Unlocked, ofLockEvent, type RedlockModuleOptions } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Every run: [job, app, the resource it ran under (or '' without a lock)]. */
 const runs: [string, string, string][] = [];
@@ -54,7 +55,10 @@ let fleet: RedisFleet;
 const apps: INestApplicationContext[] = [];
 
 async function startApp(name: string, provider: typeof Jobs | typeof TickJobs, options: Partial<RedlockModuleOptions>) {
-  @Module({ imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes: fleet.urls, ...options })], providers: [provider] })
+  @Module({
+    imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, ...options })],
+    providers: [provider],
+  })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app = moduleRef.createNestApplication({ logger: false });

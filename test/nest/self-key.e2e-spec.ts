@@ -4,6 +4,7 @@ import { Injectable, type INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** Two instances of one class, each locking its own tenant's keys. */
 @Injectable()
@@ -30,7 +31,7 @@ let app: INestApplicationContext;
 beforeAll(async () => {
   fleet = await startFleet(3);
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     providers: [
       { provide: 'acme', inject: [LockService], useFactory: (locks: LockService) => new TenantImport('acme', locks) },
       { provide: 'globex', inject: [LockService], useFactory: (locks: LockService) => new TenantImport('globex', locks) },

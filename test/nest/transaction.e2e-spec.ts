@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { LockService, Locked, RedlockModule, ofLockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** What happened, in order: a transaction's commit and a lock's release, by lock id. */
 const order: ['commit' | 'released', string][] = [];
@@ -49,7 +50,7 @@ beforeAll(async () => {
   [fleet, database] = await Promise.all([startFleet(3), startFleet(1)]);
   redis = new Redis(database.urls[0]!);
   const moduleRef = await Test.createTestingModule({
-    imports: [RedlockModule.forRoot({ nodes: fleet.urls })],
+    imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT })],
     providers: [Accounts, { provide: Database, useValue: new Database(redis) }],
   }).compile();
   app = await moduleRef.createNestApplication({ logger: false }).init();

@@ -1,12 +1,12 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { RedlockModule } from 'nest-redlock';
+import { RedlockModule, type NodeSpec } from 'nest-redlock';
 import { ItemsController } from './items.controller';
 import { TickJob } from './tick.job';
 
 @Module({})
 export class AppModule {
-  static forNodes(nodes: string[]): DynamicModule {
+  static forNodes(nodes: NodeSpec[]): DynamicModule {
     return {
       module: AppModule,
       imports: [ScheduleModule.forRoot(), RedlockModule.forRoot({ nodes, prefix: 'consumer:' })],

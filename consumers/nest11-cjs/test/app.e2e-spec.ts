@@ -5,6 +5,8 @@ import { NestFactory } from '@nestjs/core';
 import { LockService, type RedlockEvent } from 'nest-redlock';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
+// The application's own node-redis (v4 here), which the library never imports (an optional peer dependency).
+import { createClient } from 'redis';
 import { AppModule } from '../src/app.module';
 import { TICK_RESOURCE, TickJob } from '../src/tick.job';
 import { startNode, type RedisNode } from './redis-spawner'; // copied in by scripts/consumers.mjs
@@ -68,6 +70,23 @@ describe('nest-redlock in a NestJS 11 CommonJS app (packed tarball)', () => {
     expect(on('acquired')).toHaveLength(2);
     // The release may land just after the response went out.
     await until(() => on('released').length === 2, 3000, "two 'released' events for item:42");
+  });
+
+  it("a second instance on the application's own node-redis v4 client shares the lock and leaves the client open", async () => {
+    const own = createClient({ url: redis!.url });
+    own.on('error', () => undefined);
+    await own.connect();
+    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
+    await other.listen(0, '127.0.0.1');
+    try {
+      const otherBase = await other.getUrl();
+      const answers = await Promise.all([request(base).post('/items/98'), request(otherBase).post('/items/98')]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      await other.close();
+    }
+    expect(own.isReady).toBe(true); // the application's client is the application's to close
+    await own.quit();
   });
 
   it('the locked cron job runs under its lock', async () => {

@@ -11,6 +11,8 @@ import { TICK_RESOURCE, TickJob } from '../src/tick.job.js';
 import { startNode, type RedisNode } from './redis-spawner.js'; // copied in by scripts/consumers.mjs
 // The application's own ioredis, another copy of the package than the library's (an npm alias here).
 import { Redis as AppRedis } from 'app-ioredis';
+// The application's own node-redis, which the library never imports (an optional peer dependency).
+import { createClient } from 'redis';
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -80,6 +82,23 @@ describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
     }
     expect(own.status).toBe('ready'); // the application's client is the application's to close
     own.disconnect();
+  });
+
+  it("a second instance on the application's own node-redis client shares the lock and leaves the client open", async () => {
+    const own = await createClient({ url: redis!.url })
+      .on('error', () => undefined)
+      .connect();
+    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
+    await other.listen(0, '127.0.0.1');
+    try {
+      const otherBase = await other.getUrl();
+      const answers = await Promise.all([request(base).post('/items/98'), request(otherBase).post('/items/98')]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      await other.close();
+    }
+    expect(own.isReady).toBe(true); // the application's client is the application's to close
+    await own.close();
   });
 
   it('the locked cron job runs under its lock', async () => {

@@ -120,14 +120,30 @@ export class NodeRedisConnection implements LockConnection {
   }
 
   evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    if (this.#refusedWhileDown(done)) return;
     sendScript(this.#scripts, script, keys, argv, done, fallbackUntil);
   }
 
   setNx(key: string, value: string, ttl: string, done: Done): void {
+    if (this.#refusedWhileDown(done)) return;
     this.#send(key, ['SET', key, value, 'PX', ttl, 'NX']).then(
       (reply) => done(undefined, reply),
       (error: unknown) => done(error ?? new Error('SET NX failed')),
     );
+  }
+
+  /**
+   * Fails a lock command at once while the client is between connections: in
+   * node-redis's offline queue (on by default) it would wait past any node
+   * timeout, so a majority down took every retry's timeouts to say so instead
+   * of failing at once as over the library's own ioredis connections (offline
+   * queue off). The application's own commands keep its queue.
+   */
+  #refusedWhileDown(done: Done): boolean {
+    if (this.isReady) return false;
+    const error = new Error(`not connected (${this.state})`);
+    queueMicrotask(() => done(error));
+    return true;
   }
 
   batch(): void {

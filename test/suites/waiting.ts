@@ -1,0 +1,193 @@
+/**
+ * Fair waiting (the queue and the wake-ups), over any kind of node: run by
+ * waiting.e2e-spec.ts on ioredis connections and by each client library's spec.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
+import type { NodeKind, OpenedNodes } from '../support/node-kinds.js';
+import { until } from '../support/until.js';
+import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+
+/** Whether the client's wake channel is subscribed on every node (it subscribes up front). */
+const subscribed = (redlock: Redlock) => (redlock as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed;
+
+export function describeWaiting(kind: NodeKind): void {
+  describe(`waiting for a busy resource: ${kind.name}`, () => {
+    let fleet: RedisFleet;
+    let opened: OpenedNodes;
+    /** ioredis connections for looking behind the lock clients' back. */
+    let raw: Redis[];
+    const clients: Redlock[] = [];
+
+    function client(options: Partial<ConstructorParameters<typeof Redlock>[0]> = {}): Redlock {
+      const redlock = new Redlock({ nodes: opened.nodes, nodeTimeout: TEST_NODE_TIMEOUT, ...options });
+      clients.push(redlock);
+      return redlock;
+    }
+
+    const queueKeysLeft = () => keysLeft(raw, 'redlock:queue*');
+
+    beforeAll(async () => {
+      fleet = await startFleet(3);
+      raw = fleet.urls.map((u) => new Redis(u));
+      opened = await kind.open(fleet);
+    });
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await Promise.all(raw.map((r) => r.flushall()));
+    });
+    afterAll(async () => {
+      await opened?.close();
+      raw?.forEach((r) => r.disconnect());
+      await fleet?.stop();
+    });
+
+    it('is woken by the release, not by its polling delay', async () => {
+      const holder = client();
+      const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
+      // Subscribed (up front) before it waits: no extra look once the subscription is confirmed.
+      await until(() => subscribed(waiter), 'the waiter subscribed');
+      const held = await holder.acquire('wake', 10_000);
+      const waiting = waiter.acquire('wake', 10_000);
+      await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
+      // The queue entry names the waiter's client, whose own channel the release publishes on.
+      const [entry] = await raw[0]!.zrange('redlock:queue:wake', '0', '0');
+      const channel = `redlock:wake:${entry!.split('.')[0]}`;
+      // Subscribed on every node, so the wake-up can only come from the release's PUBLISH.
+      await until(
+        async () => (await Promise.all(raw.map((r) => r.pubsub('NUMSUB', channel)))).every((n) => n[1] === 1),
+        'the subscriptions',
+      );
+      // Every client has a channel of its own (subscribed up front when its calls wait by
+      // default); the release publishes on the waiter's only, so no other client is woken.
+      const listener = new Redis(fleet.urls[0]!);
+      const published: string[] = [];
+      listener.on('pmessage', (_pattern: string, at: string) => published.push(at));
+      await listener.psubscribe('redlock:wake:*');
+      try {
+        expect((await raw[0]!.pubsub('CHANNELS', 'redlock:wake:*')).length).toBe(2);
+        const released = performance.now();
+        await held.release();
+        const lock = await waiting;
+        expect(performance.now() - released).toBeLessThan(200);
+        await until(() => published.length > 0, 'the release published on node 0');
+        expect(published).toEqual([channel]);
+        await lock.release();
+        await until(async () => (await queueKeysLeft()).length === 0, 'empty queues');
+      } finally {
+        listener.disconnect();
+      }
+    });
+
+    it('hands a freed resource to the longest waiter, not to the process that just released', async () => {
+      const holder = client({ retryDelay: 5, retryJitter: 5 });
+      const first = client({ retryDelay: 5000, retryJitter: 0 });
+      const second = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('fair', 10_000);
+      // Decided at a quorum: a late node could let the first waiter take it there (and
+      // undo it), which is correct but not the story this test tells.
+      await until(() => onEveryNode(raw, 'redlock:lock:fair'), 'the holder on every node');
+      const order: string[] = [];
+      const firstWaits = first.acquire('fair', 10_000).then((l) => (order.push('first'), l));
+      await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 1, 'first in the queue');
+      const secondWaits = second.acquire('fair', 10_000).then((l) => (order.push('second'), l));
+      await until(async () => (await raw[0]!.zcard('redlock:queue:fair')) === 2, 'second in the queue');
+      await held.release();
+      // The releaser comes straight back: the resource is reserved for the first waiter.
+      await expect(holder.acquire('fair', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      const winner = await Promise.race([firstWaits, secondWaits]);
+      expect(order).toEqual(['first']);
+      await winner.release();
+      await (await secondWaits).release();
+      expect(order).toEqual(['first', 'second']);
+    });
+
+    it('is not woken by the undo of its own attempt', async () => {
+      // Held on nodes 1 and 2; on node 0 only briefly (a holder whose third SET came late
+      // and expired): the first attempt queues the waiter on every node, then each attempt
+      // takes node 0, where it is the head, is refused on a quorum, and is undone on node 0.
+      const waiter = client({ retryDelay: 400, retryJitter: 0 });
+      await until(() => subscribed(waiter), 'the waiter subscribed');
+      await raw[0]!.set('redlock:lock:undone', 'another holder', 'PX', 100);
+      await Promise.all([1, 2].map((i) => raw[i]!.set('redlock:lock:undone', 'another holder', 'PX', 10_000)));
+      const scripts = () => commandCalls(raw[0]!, 'evalsha');
+      const before = await scripts();
+      const controller = new AbortController();
+      const waiting = waiter.acquire('undone', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+      // Attempt 1 (refused), attempt 2 (taken on node 0) and its undo.
+      await until(async () => (await scripts()) - before >= 3, 'the second attempt undone on node 0');
+      expect(await raw[0]!.zrange('redlock:queue:undone', '0', '-1')).toEqual([expect.any(String)]);
+      // A wake from its own undo would retry at once, long before the 400 ms retry delay
+      // (and again after each retry's undo).
+      await sleep(200);
+      expect((await scripts()) - before).toBe(3);
+      controller.abort();
+      expect(await waiting).toBeInstanceOf(LockAbortedError);
+    });
+
+    it('leaves nothing behind when the waiter is aborted or gives up', async () => {
+      // Both waiters' queue entries would live for over 5 s (2 x (retry delay + node
+      // timeout) + 100 ms): queues empty within 2 s were left, not expired.
+      const holder = client();
+      const held = await holder.acquire('leave', 10_000);
+      // Aborted while it waits in the queue.
+      const controller = new AbortController();
+      const aborted = client({ retryDelay: 5000 })
+        .acquire('leave', 10_000, { signal: controller.signal })
+        .catch((e: unknown) => e);
+      await until(async () => (await raw[0]!.zcard('redlock:queue:leave')) === 1, 'the waiter in the queue');
+      controller.abort();
+      expect(await aborted).toBeInstanceOf(LockAbortedError);
+      await until(async () => (await queueKeysLeft()).length === 0, 'empty queues after the abort', 2000);
+      // Gives up at its deadline, after several attempts. Its wait is not watched (on a
+      // busy machine it can be over before a look at the queue): a node refusing it for
+      // the holder's key is what queued it there.
+      const timedOut = await client({ retryDelay: 20, retryJitter: 0, nodeTimeout: 2600 })
+        .acquire('leave', 10_000, { acquireTimeout: 150 })
+        .catch((e: unknown) => e);
+      expect(timedOut).toBeInstanceOf(ResourceBusyError);
+      const refusals = (timedOut as ResourceBusyError).attempts.flatMap((a) => a.nodes).filter((n) => n.outcome === 'busy');
+      expect(refusals.length).toBeGreaterThan(0);
+      await until(async () => (await queueKeysLeft()).length === 0, 'empty queues after giving up', 2000);
+      await held.release();
+    });
+
+    it('leaves the queue when it gives up before its first wait (acquireTimeout shorter than the retry delay)', async () => {
+      const holder = client();
+      const held = await holder.acquire('brief', 10_000);
+      // Refused once (which queues it), then the deadline falls before the next attempt.
+      const brief = client({ retryDelay: 500, retryJitter: 0 });
+      await expect(brief.acquire('brief', 10_000, { acquireTimeout: 100 })).rejects.toBeInstanceOf(ResourceBusyError);
+      // Its entry would otherwise stay for its ttl (2 x (500 ms + node timeout) + 100 ms).
+      await until(async () => (await queueKeysLeft()).length === 0, 'empty queues', 300);
+      await held.release();
+    });
+
+    it('shares one resource fairly among eight contending clients', async () => {
+      const contenders = Array.from({ length: 8 }, () => client({ retryDelay: 100 }));
+      const counts = contenders.map(() => 0);
+      let longestWait = 0;
+      const end = performance.now() + 1500;
+      await Promise.all(
+        contenders.map(async (redlock, i) => {
+          while (performance.now() < end) {
+            const asked = performance.now();
+            const lock = await redlock.acquire('contended', 5000, { retryCount: 1000 });
+            longestWait = Math.max(longestWait, performance.now() - asked);
+            counts[i]!++;
+            await sleep(1);
+            await lock.release();
+          }
+        }),
+      );
+      const worst = Math.min(...counts);
+      const best = Math.max(...counts);
+      expect(worst).toBeGreaterThanOrEqual(best / 2);
+      expect(longestWait).toBeLessThan(500);
+    });
+  });
+}
