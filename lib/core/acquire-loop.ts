@@ -154,14 +154,16 @@ export class AcquireLoop {
     // Only an attempt some node refused can have queued it.
     const queuedAs = plan.waiter && (attempt > 1 || outcome.refused) ? plan.waiter : '';
     if (plan.permit) {
-      // A permit holder must not stay queued: it would count twice against the limit
-      // (the nodes that admitted it dropped its entry already).
+      // Where a node refused it, a permit holder is a waiter still, counted against
+      // the limit twice: it leaves those queues now. Where a node admitted it, it
+      // kept its place marked as a holder's (any attempt queues it there), and
+      // leaves in its release.
       if (queuedAs)
         this.leaveQueue(
           plan,
           queuedOn.map((q, i) => q && outcome.reports[i]?.outcome !== 'ok'),
         );
-      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: '', permit: plan.permit.calls });
+      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: plan.waiter, permit: plan.permit.calls });
     } else {
       locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
     }

@@ -193,7 +193,8 @@ function planPermit(
   return assemble(base, {
     keys: { locks, confirm: () => locks, queues: () => calls.queues },
     acquire: () => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing() }),
-    undo: () => calls.release({ member: true, leaving: '', skip: waiter }),
+    // An undone waiter keeps its place on the nodes that admitted it, waiting again there.
+    undo: () => calls.release({ member: true, leaving: '', skip: waiter, entryTtl: per.fair?.join?.entryTtl }),
     confirm: (token) => calls.confirm(token, retention),
     leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
     permit: { ...permit, calls },

@@ -85,7 +85,7 @@ export function fingerprint(value: string): string {
 
 /** INSPECT's keys for `resource`. */
 export function inspectKeys(layout: KeyLayout, resource: string): string[] {
-  return [layout.lock(resource), layout.fence(resource), layout.queue(resource), layout.kind(resource)];
+  return [layout.lock(resource), layout.fence(resource), layout.queue(resource), layout.kind(resource), layout.queueDeadlines(resource)];
 }
 
 /** Sends INSPECT to every node and waits for all, at most `timeout` ms. */

@@ -49,8 +49,9 @@ export interface InspectReply {
 /**
  * What a node knows of one resource, for operators: read-only (a permit that
  * ran out is skipped, not removed).
- * KEYS: lock key, fence counter, queue, kind.
- * Returns {kind or false, counter or false, waiters, {fingerprint, identity or
+ * KEYS: lock key, fence counter, queue, kind; optionally the queue's deadlines.
+ * Returns {kind or false, counter or false, waiters (with the deadlines, not
+ * counting permit holders' places, see permit-scripts.ts), {fingerprint, identity or
  * false, ttl ms, writer 1/0, ...}}, kind being 'mutex' for a string key, the
  * kind key's value ('' if none) for a sorted set, false for no key.
  */
@@ -58,6 +59,11 @@ export const INSPECT = defineScript(
   'inspect',
   `${HELPERS}${HOLDER}
 local counter, waiters = redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])
+if KEYS[5] then
+  for _, v in ipairs(redis.call('HVALS', KEYS[5])) do
+    if tonumber(v) < 0 then waiters = waiters - 1 end
+  end
+end
 local kind, holders = false, {}
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'string' then

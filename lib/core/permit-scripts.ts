@@ -15,6 +15,16 @@ import { defineScript, tuple } from './script.js';
 // weighs 1. So one rule serves both: admitted when the holders' weight, the
 // weight of the fresh waiters queued ahead, and its own fit in the limit.
 //
+// The queue (a sorted set of waiter ids by when they started waiting) and its
+// deadlines (a hash) are as ACQUIRE's, with one addition: a waiter admitted on
+// this node keeps its place, marked in the deadlines as a holder here by a
+// negative value, -(until when). A permit needs nearly every node's vote (see
+// permitQuorumOf), so every node must put the same waiters first: an attempt
+// refused elsewhere is undone here, and its retry must find its old place on
+// every node, not a later one (see the README's "Liveness"). A mark is not
+// counted as a waiter ahead (its weight is in the holders' set); it is dropped
+// once past, as a stale waiter is, or when its holder releases.
+//
 // The Lua helpers below are pasted at the head of each script that needs them
 // (a script cannot call another); the operators' scripts (operator-scripts.ts) use them too.
 export const HELPERS = `
@@ -46,12 +56,25 @@ local function keepFor(key, kindKey, kind, now)
 end
 `;
 
-/** The wake walk: in queue order, each fresh waiter that now fits is woken (stale ones are left to ACQUIRE). */
-export const WAKE = `
+/** A queue entry's state: 'fresh' (a waiter), 'held' (admitted here: a holder's mark) or 'stale'. */
+const ENTRY_STATE = `
+local function entryState(d, id, now)
+  local v = tonumber(redis.call('HGET', d, id) or '0')
+  if v >= now then return 'fresh' end
+  if v < 0 and -v >= now then return 'held' end
+  return 'stale'
+end
+`;
+
+/**
+ * The wake walk: in queue order, each fresh waiter that now fits is woken (marks and stale
+ * entries are passed over). It carries ENTRY_STATE: the operators' scripts paste it too.
+ */
+export const WAKE = `${ENTRY_STATE}
 local function wake(q, d, now, used, limit, prefix, skip)
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
-    if tonumber(redis.call('HGET', d, id) or '0') >= now then
+    if entryState(d, id, now) == 'fresh' then
       ahead = ahead + weight(id, limit)
       if used + ahead > limit then return end
       if id ~= skip then redis.call('PUBLISH', prefix .. string.match(id, '^[^.]*'), id) end
@@ -82,7 +105,7 @@ export interface PermitAcquireArgs {
  */
 export const PERMIT_ACQUIRE = defineScript(
   'permit-acquire',
-  `${HELPERS}
+  `${HELPERS}${ENTRY_STATE}
 local key, kindKey = KEYS[1], KEYS[2]
 local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local q, d = KEYS[3], KEYS[4]
@@ -107,35 +130,31 @@ if fair and admitted and not mine then
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
     if id == waiter then break end
-    if tonumber(redis.call('HGET', d, id) or '0') >= now then
+    local state = entryState(d, id, now)
+    if state == 'fresh' then
       ahead = ahead + weight(id, limit)
       if used + ahead + w > limit then
         admitted = false
         break
       end
-    else
+    elseif state == 'stale' then
       redis.call('ZREM', q, id)
       redis.call('HDEL', d, id)
     end
   end
 end
-if not admitted then
-  if waiter then
-    -- As ACQUIRE: ordered by the client's clock, within a second of this node's.
-    local at = tonumber(since)
-    if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
-    redis.call('ZADD', q, 'NX', since, waiter)
-    redis.call('HSET', d, waiter, now + tonumber(entryTtl))
-    redis.call('PEXPIRE', q, entryTtl)
-    redis.call('PEXPIRE', d, entryTtl)
-  end
-  return {0, -1}
-end
--- A holder leaves the queue at once: queued, it would count twice against the limit.
 if waiter then
-  redis.call('ZREM', q, waiter)
-  redis.call('HDEL', d, waiter)
+  -- Queued either way, at its place (kept if it has one): as ACQUIRE, ordered
+  -- by the client's clock, within a second of this node's. Admitted, it is
+  -- marked as a holder here, so that it is not counted twice against the limit.
+  local at = tonumber(since)
+  if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
+  redis.call('ZADD', q, 'NX', since, waiter)
+  redis.call('HSET', d, waiter, admitted and -(now + ttl) or now + tonumber(entryTtl))
+  redis.call('PEXPIRE', q, entryTtl)
+  redis.call('PEXPIRE', d, entryTtl)
 end
+if not admitted then return {0, -1} end
 redis.call('ZADD', key, now + ttl, member)
 keepFor(key, kindKey, kind, now)
 if not retention then return {1, 0} end
@@ -211,9 +230,11 @@ export interface PermitReleaseArgs {
   readonly kind: string;
   /**
    * With fair waiting on: the wake channel prefix; the waiter id leaving the
-   * queue ('' none); the waiter not to wake (an undo's own, '' none).
+   * queue ('' none: a holder's own id, or a waiter's that gave up); the
+   * undone attempt's waiter ('' none), which is not woken and waits again at
+   * its place for `entryTtl` ms (its mark, if admitted here, is turned back).
    */
-  readonly fair?: { readonly wakePrefix: string; readonly leaving: string; readonly skip: string };
+  readonly fair?: { readonly wakePrefix: string; readonly leaving: string; readonly skip: string; readonly entryTtl: number };
 }
 
 /**
@@ -221,7 +242,8 @@ export interface PermitReleaseArgs {
  * fresh waiter that now fits (the woken attempt is what takes the permit, so a
  * waiter woken twice costs one extra attempt, never a second permit).
  * KEYS: holders; then, fair waiting on, the queue and its deadlines.
- * ARGV: member, kind; then, fair waiting on, wake prefix, leaving waiter, skipped waiter.
+ * ARGV: member, kind; then, fair waiting on, wake prefix, leaving waiter,
+ * undone waiter, its entry's ttl ms.
  * Returns how many permits were removed (0 or 1).
  */
 export const PERMIT_RELEASE = defineScript(
@@ -231,19 +253,27 @@ local removed = 0
 if ARGV[1] ~= '' then removed = redis.call('ZREM', KEYS[1], ARGV[1]) end
 if #ARGV < 3 then return removed end
 local q, d = KEYS[2], KEYS[3]
+local now = clock()
 local left = 0
 if ARGV[4] ~= '' then
   left = redis.call('ZREM', q, ARGV[4])
   redis.call('HDEL', d, ARGV[4])
 end
+-- An undone attempt waits again at once: until its retry, the nodes that
+-- refused it count it as a waiter ahead, and this one must too.
+if ARGV[5] ~= '' and redis.call('ZSCORE', q, ARGV[5]) then
+  redis.call('HSET', d, ARGV[5], now + tonumber(ARGV[6]))
+  redis.call('PEXPIRE', q, ARGV[6])
+  redis.call('PEXPIRE', d, ARGV[6])
+end
 if removed == 0 and left == 0 then return 0 end
-local now = clock()
 local limit = limitOf(ARGV[2])
 wake(q, d, now, heldWeight(KEYS[1], now, limit), limit, ARGV[3], ARGV[5])
 return removed
 `,
   {
-    argv: ({ member, kind, fair }: PermitReleaseArgs) => (fair ? [member, kind, fair.wakePrefix, fair.leaving, fair.skip] : [member, kind]),
+    argv: ({ member, kind, fair }: PermitReleaseArgs) =>
+      fair ? [member, kind, fair.wakePrefix, fair.leaving, fair.skip, String(fair.entryTtl)] : [member, kind],
     decode: (reply) => Number(reply),
   },
 );

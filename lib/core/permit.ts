@@ -40,8 +40,11 @@ export interface PermitCalls {
   readonly acquire: (args: Omit<PermitAcquireArgs, 'member' | 'kind'>) => Call<{ taken: boolean; value: number }>;
   readonly confirm: (token: number, retention: number) => Call<boolean>;
   readonly extend: (ttl: number) => Call<boolean>;
-  /** `leaving`: this holder's waiter id if it may still be queued somewhere; `skip`: an undo's own waiter. */
-  readonly release: (opts: { member: boolean; leaving: string; skip: string }) => Call<number>;
+  /**
+   * `leaving`: the waiter id to take out of the queues (a holder's: admitted, it
+   * kept its place); `skip`: an undo's own waiter, queued again for `entryTtl` ms.
+   */
+  readonly release: (opts: { member: boolean; leaving: string; skip: string; entryTtl?: number }) => Call<number>;
   /** Votes the permit needs (see `permitQuorumOf`). */
   readonly quorum: number;
   /** The keys: holders (the lock key), then queue and deadlines with fair waiting. */
@@ -73,11 +76,11 @@ export function permitCalls(
     acquire: (args) => PERMIT_ACQUIRE.call(acquireKeys, { ...args, member, kind }),
     confirm: (token, retention) => PERMIT_CONFIRM.call([holders, fence], { member, token, retention }),
     extend: (ttl) => PERMIT_EXTEND.call([holders, kindKey], { member, ttl, kind }),
-    release: ({ member: giveBack, leaving, skip }) =>
+    release: ({ member: giveBack, leaving, skip, entryTtl = 0 }) =>
       PERMIT_RELEASE.call(releaseKeys, {
         member: giveBack ? member : '',
         kind,
-        fair: options.fair ? { wakePrefix: options.wakePrefix, leaving, skip } : undefined,
+        fair: options.fair ? { wakePrefix: options.wakePrefix, leaving, skip, entryTtl } : undefined,
       }),
     quorum: kind === 'rw' ? quorumOf(options.nodes) : permitQuorumOf(options.nodes, Number(kind)),
     locks: [holders],

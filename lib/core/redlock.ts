@@ -298,7 +298,8 @@ export class Redlock {
     lock.markReleased();
     const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving: held.queuedAs } : undefined;
     const call =
-      held.permit?.release({ member: true, leaving: '', skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
+      held.permit?.release({ member: true, leaving: held.queuedAs, skip: '' }) ??
+      RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
       nodes: this.#set.nodes,
       quorum: this.#set.quorum,

@@ -26,12 +26,17 @@ function keepFor(ops: Ops, key: string, kindKey: string, kind: string, now: numb
   ops.set(kindKey, kind, ms);
 }
 
-const fresh = (ops: Ops, d: string, id: string, now: number) => Number(ops.hget(d, id) ?? '0') >= now;
+/** A queue entry's state: a waiter, a holder's mark (admitted here) or stale (see permit-scripts.ts). */
+function entryState(ops: Ops, d: string, id: string, now: number): 'fresh' | 'held' | 'stale' {
+  const v = Number(ops.hget(d, id) ?? '0');
+  if (v >= now) return 'fresh';
+  return v < 0 && -v >= now ? 'held' : 'stale';
+}
 
 export function wake(ops: Ops, q: string, d: string, now: number, used: number, limit: number, prefix: string, skip: string): void {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
-    if (!fresh(ops, d, id, now)) continue;
+    if (entryState(ops, d, id, now) !== 'fresh') continue;
     ahead += weight(id, limit);
     if (used + ahead > limit) return;
     if (id !== skip) ops.publish(prefix + id.split('.')[0], id);
@@ -43,10 +48,11 @@ function fitsAfterQueue(ops: Ops, q: string, d: string, waiter: string | undefin
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (id === waiter) break;
-    if (fresh(ops, d, id, now)) {
+    const state = entryState(ops, d, id, now);
+    if (state === 'fresh') {
       ahead += weight(id, limit);
       if (ahead > room) return false;
-    } else {
+    } else if (state === 'stale') {
       ops.zrem(q, id);
       ops.hdel(d, id);
     }
@@ -54,12 +60,13 @@ function fitsAfterQueue(ops: Ops, q: string, d: string, waiter: string | undefin
   return true;
 }
 
-function joinQueue(ops: Ops, q: string, d: string, spec: string[], now: number): void {
+/** Queued at its place (kept if it has one); `heldFor`: admitted, marked as a holder for that long. */
+function joinQueue(ops: Ops, q: string, d: string, spec: string[], now: number, heldFor: number | undefined): void {
   const [waiter, since, entryTtl] = spec as [string, string, string];
   const at = Number(since);
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : since;
   ops.zaddNx(q, position, waiter);
-  ops.hset(d, waiter, String(now + Number(entryTtl)));
+  ops.hset(d, waiter, String(heldFor === undefined ? now + Number(entryTtl) : -(now + heldFor)));
   ops.pexpire(q, entryTtl);
   ops.pexpire(d, entryTtl);
 }
@@ -91,14 +98,8 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
   const parts = fair && spec !== '-' ? spec.split(' ') : undefined;
   let admitted = mine || used + w <= limit;
   if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, q, d, parts?.[0], now, limit - used - w, limit);
-  if (!admitted) {
-    if (parts) joinQueue(ops, q, d, parts, now);
-    return [0, -1];
-  }
-  if (parts) {
-    ops.zrem(q, parts[0]!);
-    ops.hdel(d, parts[0]!);
-  }
+  if (parts) joinQueue(ops, q, d, parts, now, admitted ? Number(ttl) : undefined);
+  if (!admitted) return [0, -1];
   ops.zadd(key, now + Number(ttl), member);
   keepFor(ops, key, kindKey, kind, now);
   if (retention === undefined) return [1, 0];
@@ -129,13 +130,19 @@ const permitRelease: Implementation = (ops, KEYS, ARGV) => {
   const removed = ARGV[0] !== '' ? ops.zrem(KEYS[0]!, ARGV[0]!) : 0;
   if (ARGV.length < 3) return removed;
   const [q, d] = [KEYS[1]!, KEYS[2]!];
+  const now = ops.clockMs();
   let left = 0;
   if (ARGV[3] !== '') {
     left = ops.zrem(q, ARGV[3]!);
     ops.hdel(d, ARGV[3]!);
   }
+  const [undone, entryTtl] = [ARGV[4]!, ARGV[5]!];
+  if (undone !== '' && ops.zscore(q, undone) !== undefined) {
+    ops.hset(d, undone, String(now + Number(entryTtl)));
+    ops.pexpire(q, entryTtl);
+    ops.pexpire(d, entryTtl);
+  }
   if (removed === 0 && left === 0) return 0;
-  const now = ops.clockMs();
   const limit = limitOf(ARGV[1]!);
   wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[2]!, ARGV[4]!);
   return removed;

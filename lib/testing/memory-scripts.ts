@@ -296,15 +296,15 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   acquire: '9ad3d4b625c2715e9d790ef6fb1d3d808263fda4',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: '74d94c70775dd8dc6b1be5975f135631e80e4009',
+  inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'fcc8712f2e188b6a460e2149a783cb4bd050ce52',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
-  'force-release': '009a718f2305d86f7b8e5700e17b28e2470120fb',
-  'permit-acquire': '4011120437e89934bc98069f20596341a7bd2380',
+  'force-release': 'bddb0d65fc7157f997c944a7b2096dd67d262a61',
+  'permit-acquire': 'ed8b2ab29f167f4cf4f4b4a6753b08e4fc221de0',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '6f870ba3a53236cda89659820d4d834e4e63b1c6',
+  'permit-release': 'adad82d027514555cb927cf8b9ea124f0ff41bb6',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

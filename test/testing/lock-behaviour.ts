@@ -15,8 +15,14 @@ import {
   type NodeSpec,
   type RedlockOptions,
 } from '../../lib/index.js';
+import type { ScriptRunner } from '../../lib/core/script.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+
+/** What a test needs of one node's connection: an ioredis client or a MemoryRedisNode. */
+export interface DirectNode extends ScriptRunner {
+  zrange(key: string, start: number, stop: number): Promise<string[]>;
+}
 
 /** A set of nodes to run the suite on, and what the suite needs to do to them. */
 export interface LockBackend {
@@ -27,6 +33,12 @@ export interface LockBackend {
   /** Deletes every key on every node (between tests). */
   flush(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** A backend the permit suite also runs scripts on, node by node. */
+export interface PermitBackend extends LockBackend {
+  /** A connection to each node, in the order of `nodes`. */
+  readonly direct: readonly DirectNode[];
 }
 
 /** Lock keys with the default prefix. */

@@ -13,14 +13,15 @@ import * as permitScripts from '../../lib/core/permit-scripts.js';
 import { ACQUIRE, EXTEND, INSPECT, RELEASE } from '../../lib/core/scripts.js';
 import { IMPLEMENTED_SHAS, memoryNodeScripts } from '../../lib/testing/memory-scripts.js';
 import { asNodeSpecs, createMemoryNodes, createMemoryRedlock, MemoryRedisNode } from '../../lib/testing/index.js';
-import { describeLockBehaviour, type LockBackend } from './lock-behaviour.js';
+import { describeLockBehaviour, type PermitBackend } from './lock-behaviour.js';
 import { describePermitBehaviour } from './permit-behaviour.js';
 import { until } from '../support/until.js';
 
-const memoryBackend = async (): Promise<LockBackend> => {
+const memoryBackend = async (): Promise<PermitBackend> => {
   const nodes = createMemoryNodes(3);
   return {
     nodes,
+    direct: nodes,
     deleteKey: async (i, key) => void (await nodes[i]!.del(key)),
     flush: async () => nodes.forEach((n) => n.flush()),
     stop: async () => undefined,

@@ -18,13 +18,15 @@ import {
   type NodeSpec,
   type RedlockOptions,
 } from '../../lib/index.js';
+import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
+import { runScript } from '../../lib/core/script.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
-import { OPERATOR_NODE_TIMEOUT, type LockBackend } from './lock-behaviour.js';
+import { OPERATOR_NODE_TIMEOUT, type PermitBackend } from './lock-behaviour.js';
 
-export function describePermitBehaviour(name: string, makeBackend: () => Promise<LockBackend>): void {
+export function describePermitBehaviour(name: string, makeBackend: () => Promise<PermitBackend>): void {
   describe(`semaphore and read-write lock behaviour: ${name}`, () => {
-    let backend: LockBackend;
+    let backend: PermitBackend;
     const clients: Redlock[] = [];
 
     const client = (options: Partial<RedlockOptions> = {}): Redlock => {
@@ -37,6 +39,35 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       });
       clients.push(redlock);
       return redlock;
+    };
+
+    type Join = { waiter: string; since: number; entryTtl: number };
+    const ENTRY_TTL = 10_000;
+    /**
+     * The permit scripts of one semaphore of limit 1, called on one node at a time
+     * (`fair`: without a queue place unless `join` gives one), as attempts reach the nodes.
+     */
+    const scriptsOf = (resource: string) => {
+      const nodes = backend.direct;
+      const [holders, kind, queue, deadlines] = [`${resource}:lock`, `${resource}:kind`, `${resource}:queue`, `${resource}:deadlines`];
+      const acquire = (i: number, member: string, join?: Join) =>
+        runScript(
+          nodes[i]!,
+          PERMIT_ACQUIRE,
+          [holders, kind, queue, deadlines],
+          PERMIT_ACQUIRE.argv({ member, ttl: 10_000, kind: '1', fair: { join } }),
+        ).then((reply) => PERMIT_ACQUIRE.decode(reply).taken);
+      const release = (i: number, member: string, { leaving = '', skip = '' } = {}) =>
+        runScript(
+          nodes[i]!,
+          PERMIT_RELEASE,
+          [holders, queue, deadlines],
+          PERMIT_RELEASE.argv({ member, kind: '1', fair: { wakePrefix: `${resource}:wake:`, leaving, skip, entryTtl: ENTRY_TTL } }),
+        );
+      const orders = () => Promise.all(nodes.map((n) => n.zrange(queue, 0, -1)));
+      const all = nodes.map((_, i) => i);
+      const everywhere = <T>(value: T) => all.map(() => value);
+      return { acquire, release, orders, all, everywhere };
     };
 
     /** Whether a permit is refused now (one taken is given back before it answers). */
@@ -104,6 +135,9 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(true);
       await Promise.all([lock.release(), held[1]!.release()]);
       expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(false);
+      // Admitted, each kept its place in the queues (marked as a holder's); released, it left them.
+      const queues = () => Promise.all(backend.direct.map((n) => n.zrange('redlock:queue:two', 0, -1)));
+      await until(async () => (await queues()).every((q) => q.length === 0), 'every queue empty');
     });
 
     it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {
@@ -125,6 +159,52 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const b = await secondWaits;
       expect(order).toEqual(['first', 'second']);
       await b.release();
+    });
+
+    it('keeps a waiter first on every node through attempts admitted by some nodes, refused by another and undone', async () => {
+      // Script by script, as attempts reach the nodes. A permit needs (nearly) every
+      // node's vote, so the nodes must agree on who is next, also about a waiter
+      // that has waited for over a second: a place taken anew is clamped to a
+      // second before each node's clock, behind those who came after it.
+      const { acquire, release, orders, all, everywhere } = scriptsOf('order');
+      // A holder on every node; x, waiting for 5 s already, queues, then y, who started just after x's (clamped) place.
+      expect(await Promise.all(all.map((i) => acquire(i, 'h')))).toEqual(everywhere(true));
+      const x: Join = { waiter: 'c1.x', since: Date.now() - 5000, entryTtl: ENTRY_TTL };
+      expect(await Promise.all(all.map((i) => acquire(i, 'vx', x)))).toEqual(everywhere(false));
+      const y: Join = { waiter: 'c2.y', since: Date.now() - 950, entryTtl: ENTRY_TTL };
+      expect(await Promise.all(all.map((i) => acquire(i, 'vy', y)))).toEqual(everywhere(false));
+      // The holder is gone from all nodes but the last: x's attempt is admitted there and refused by the last, and undone.
+      const last = all.length - 1;
+      await Promise.all(all.slice(0, last).map((i) => release(i, 'h')));
+      const first = await Promise.all(all.map((i) => acquire(i, 'vx', x)));
+      expect(first).toEqual([...everywhere(true).slice(0, last), false]);
+      await Promise.all(all.slice(0, last).map((i) => release(i, 'vx', { skip: x.waiter })));
+      // Past the second after y's place: a place x took anew now would be behind y's.
+      await until(() => Date.now() > y.since + 1020, 'a second past y');
+      const retry = await Promise.all(all.map((i) => acquire(i, 'vx', x)));
+      await Promise.all(all.slice(0, last).map((i) => release(i, 'vx', { skip: x.waiter })));
+      expect(await orders()).toEqual(everywhere(['c1.x', 'c2.y']));
+      expect(retry).toEqual(first);
+
+      // The last holder goes: x is first everywhere, then y once x leaves in its release; nothing is left queued.
+      await release(last, 'h');
+      expect(await Promise.all(all.map((i) => acquire(i, 'vx', x)))).toEqual(everywhere(true));
+      expect(await Promise.all(all.map((i) => acquire(i, 'vy', y)))).toEqual(everywhere(false));
+      await Promise.all(all.map((i) => release(i, 'vx', { leaving: x.waiter })));
+      expect(await Promise.all(all.map((i) => acquire(i, 'vy', y)))).toEqual(everywhere(true));
+      await Promise.all(all.map((i) => release(i, 'vy', { leaving: y.waiter })));
+      expect(await orders()).toEqual(everywhere([]));
+    });
+
+    it('counts an undone waiter as waiting again at once on the nodes that admitted it, as the others do', async () => {
+      const { acquire, release, all, everywhere } = scriptsOf('gap');
+      const last = all.length - 1;
+      expect(await acquire(last, 'h')).toBe(true);
+      const x: Join = { waiter: 'c1.x', since: Date.now(), entryTtl: ENTRY_TTL };
+      expect(await Promise.all(all.map((i) => acquire(i, 'vx', x)))).toEqual([...everywhere(true).slice(0, last), false]);
+      await Promise.all(all.slice(0, last).map((i) => release(i, 'vx', { skip: x.waiter })));
+      // Until x's retry, a newcomer is behind x on every node: none admits it.
+      expect(await Promise.all(all.map((i) => acquire(i, 'vz')))).toEqual(everywhere(false));
     });
 
     it('a waiter that gives up leaves nothing behind: the next caller gets the freed permit at once', async () => {
