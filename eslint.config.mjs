@@ -4,7 +4,18 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-sample/**', 'coverage/**', '**/node_modules/**', 'bench/results/**', 'consumers/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist-sample/**',
+      'coverage/**',
+      '**/node_modules/**',
+      'bench/results/**',
+      'consumers/**',
+      '.tmp/**',
+      'bench/.cache/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -45,9 +45,15 @@ if (!existsSync(dist)) {
 const copy = new URL(`./.cache/${process.pid}/`, bench);
 useBuild(new URL('./core/index.js', copy).href);
 process.env.BENCH_NEST_REDLOCK = new URL('./core/index.js', copy).href;
+// --baseline=<copy of an older dist/esm>: that build runs too, as `nest-redlock (baseline)` (see adapters).
+const baseline = process.argv.find((a) => a.startsWith('--baseline='))?.slice(11);
+if (baseline) process.env.BENCH_NEST_REDLOCK_BASELINE = new URL('./baseline/core/index.js', copy).href;
 const copies = ioredisCopies();
 let LIBS = Object.keys(adapters).filter(
-  (l) => (!only || l === 'raw' || only.includes(l)) && (adapters[l].clients !== 'other' || copies.other !== copies.same),
+  (l) =>
+    (!only || l === 'raw' || only.includes(l)) &&
+    (adapters[l].clients !== 'other' || copies.other !== copies.same) &&
+    (!adapters[l].baseline || baseline !== undefined),
 );
 const results = {
   date: new Date().toISOString(),
@@ -78,6 +84,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 rmSync(copy, { recursive: true, force: true });
 cpSync(new URL('../dist/esm/', bench), copy, { recursive: true });
+if (baseline) cpSync(baseline, new URL('./baseline/', copy), { recursive: true });
 
 for (let i = 0; i < 7; i++) nodes.push(await startNode());
 const urls5 = nodes.slice(0, 5).map((n) => n.url);

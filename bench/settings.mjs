@@ -36,7 +36,8 @@ export const P = QUICK
       nCycles: 400,
     };
 
-export const only = process.env.BENCH_LIBS?.split(',').map((s) => s.trim());
+// Split on the commas outside parentheses: some names have commas inside theirs.
+export const only = process.env.BENCH_LIBS?.split(/,(?![^(]*\))/).map((s) => s.trim());
 // --only=memory,contention: only those scenarios (uncontended, throughput, contention, semaphore, oneDown, twoPaused, memory, nodes).
 export const scenarios = process.argv
   .find((a) => a.startsWith('--only='))

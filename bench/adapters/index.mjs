@@ -94,10 +94,10 @@ async function redlockV5Api(Redlock, urls, { wait }) {
  * (ioredis clients made here, with the peers' settings, from the copy its build
  * resolves or from the other copy; see `ioredisCopies`), left open by its close().
  */
-function nestRedlock(extra, clients = 'urls') {
+function nestRedlock(extra, clients = 'urls', build = nestRedlockBuild) {
   // `nodeTimeout`: only cycle-cpu.mjs sets one, so that a loaded machine cannot turn its cycles into failures.
   return async (urls, { wait, nodeTimeout }) => {
-    const { Redlock } = await import(nestRedlockBuild());
+    const { Redlock } = await import(build());
     const copies = ioredisCopies();
     const passed = clients === 'urls' ? undefined : await clientsFor(urls, redisOf(copies[clients]));
     // The setup is what its name says: a client of the build's own ioredis class, or not.
@@ -199,7 +199,22 @@ function redlockUniversal(open, close, adapterClass) {
   };
 }
 
+/**
+ * An older build for a before/after in one interleaved run: `run.mjs --baseline=<copy of dist/esm>`
+ * copies it beside the run's own snapshot and sets BENCH_NEST_REDLOCK_BASELINE; without it, run.mjs
+ * leaves these rows out.
+ */
+const baselineBuild = () => process.env.BENCH_NEST_REDLOCK_BASELINE;
+
 export const adapters = {
+  'nest-redlock (baseline)': { waits: 'as nest-redlock', baseline: true, create: nestRedlock({}, 'urls', baselineBuild) },
+  'nest-redlock (baseline: fencing and fair waiting off)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    baseline: true,
+    create: nestRedlock({ fencing: false, fairWaiting: false }, 'urls', baselineBuild),
+  },
+
   'nest-redlock': {
     waits: 'retryCount 1e6, default retryDelay 200 + jitter [0,100) ms, fair waiting (woken by releases)',
     create: nestRedlock({}),

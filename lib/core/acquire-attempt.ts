@@ -72,7 +72,7 @@ async function undo(set: NodeSet, plan: AcquirePlan, round: RoundResult): Promis
   const heard = round.late();
   const targets = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
   if (targets.includes(true)) {
-    await callRound(plan.undo, doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets });
+    await callRound(plan.undo(), doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets });
   }
   return heard;
 }
@@ -102,9 +102,15 @@ async function confirmToken(
   round: RoundResult,
 ): Promise<{ ok: boolean; token: number; reports: readonly NodeReport[] }> {
   let token = 0;
-  for (const vote of round.yes) if (vote.value > token) token = vote.value;
+  let agree = 0;
+  for (const vote of round.yes) {
+    if (vote.value > token) {
+      token = vote.value;
+      agree = 1;
+    } else if (vote.value === token) agree++;
+  }
+  if (agree >= quorum) return { ok: true, token, reports: round.reports };
   const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
-  if (agreeing.size >= quorum) return { ok: true, token, reports: round.reports };
   const others = nodes.filter((_, i) => !agreeing.has(i));
   const confirm = await callRound(plan.confirm(token), heldVerdict, {
     nodes: others,

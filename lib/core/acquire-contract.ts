@@ -37,6 +37,11 @@ export interface AcquireArgs {
   readonly fair?: FairWaiting;
   /** Absent: fencing off. `floor`: the acquiring client's clock in µs. */
   readonly fencing?: { readonly retention: number; readonly floor: number };
+  /**
+   * The key prefix's length in bytes (`KeyLayout.prefixLength`): with fencing or
+   * fair waiting on, the script builds a resource's other keys from its lock key.
+   */
+  readonly prefixLength?: number;
 }
 
 /** `taken`: the lock's token in `value` (0 without fencing); refused: a blocker's pttl, -1 (SET NX) or -3 (reserved for an earlier waiter). */

@@ -56,6 +56,13 @@ export function validateResources(resources: unknown): readonly string[] {
  * no two resources share a key. Resources of one lock must share a hash tag.
  */
 export class KeyLayout {
+  /**
+   * The prefix's length in bytes, as a script counts it: ACQUIRE and RELEASE
+   * are sent the lock keys only, and build a resource's other keys from its
+   * lock key (`<prefix>` + kind + what follows `<prefix>lock`).
+   */
+  readonly prefixLength: number;
+
   constructor(
     readonly prefix: string,
     readonly cluster: boolean,
@@ -63,6 +70,7 @@ export class KeyLayout {
     if (cluster && /[{}]/.test(prefix)) {
       throw new InvalidArgumentError('prefix', 'a prefix without braces when a node is a Redis Cluster', prefix);
     }
+    this.prefixLength = Buffer.byteLength(prefix);
   }
 
   lock(resource: string): string {
@@ -120,15 +128,13 @@ export class KeyLayout {
       }
     }
     const locks = resources.map((r) => this.lock(r));
-    const fences = fencing ? resources.map((r) => this.fence(r)) : [];
-    const queues = fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : [];
-    const confirm = fencing ? [...locks, ...fences] : locks;
+    // The rare paths' keys (a write-back, a waiter giving up) are made when first asked for.
+    let confirm: readonly string[] | undefined;
+    let queues: readonly string[] | undefined;
     return {
       locks,
-      acquire: fair ? [...confirm, ...queues] : confirm,
-      confirm,
-      release: fair ? [...locks, ...queues] : locks,
-      queues,
+      confirm: () => (confirm ??= fencing ? [...locks, ...resources.map((r) => this.fence(r))] : locks),
+      queues: () => (queues ??= fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : []),
     };
   }
 
@@ -150,13 +156,10 @@ export function hashTagOf(name: string): string | undefined {
 
 /** Every key list the scripts of one lock take, built once per lock. */
 export interface LockKeys {
+  /** ACQUIRE, EXTEND, RELEASE: the lock keys (ACQUIRE and RELEASE build the others from them). */
   readonly locks: readonly string[];
-  /** ACQUIRE: locks, fence counters (fencing on), queue and deadlines per resource (fair waiting on). */
-  readonly acquire: readonly string[];
   /** CONFIRM_TOKEN: locks and fence counters. */
-  readonly confirm: readonly string[];
-  /** RELEASE: locks, then queue and deadlines per resource (fair waiting on). */
-  readonly release: readonly string[];
+  readonly confirm: () => readonly string[];
   /** LEAVE_QUEUE: queue and deadlines per resource. */
-  readonly queues: readonly string[];
+  readonly queues: () => readonly string[];
 }

@@ -296,12 +296,13 @@ export class Redlock {
     const wasHeld = this.locks.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const fair = this.options.fairWaiting ? { wakePrefix: this.wakePrefix, leaving: held.queuedAs } : undefined;
+    const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving: held.queuedAs } : undefined;
     const call =
       held.permit?.release({ member: true, leaving: held.queuedAs, skip: '' }) ??
-      RELEASE.call(held.keys.release, { value: secretOf(lock), fair });
+      RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
-      ...this.#set,
+      nodes: this.#set.nodes,
+      quorum: this.#set.quorum,
       timeout: this.nodeTimeoutFor(lock.ttl),
       // Done for the caller once a quorum deleted: the rest are on their way (one
       // write each, sent at once) and a slow or hung node is not waited for.

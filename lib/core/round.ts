@@ -235,8 +235,13 @@ export function callRound<R>(
     readonly fallbackWithin?: number;
   },
 ): Promise<RoundResult> {
+  // Every field named rather than spread: a spread object on the hot path costs microseconds (see acquire-plan.ts).
   return broadcast({
-    ...round,
+    nodes: round.nodes,
+    quorum: round.quorum,
+    timeout: round.timeout,
+    until: round.until,
+    targets: round.targets,
     send: (node, done) => node.send(call, done, round.fallbackWithin),
     classify: (reply, node) => verdict(call.decode(reply), node),
   });

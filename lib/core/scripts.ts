@@ -9,15 +9,18 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
 
 /**
  * Take every lock key, or none, respecting the wait queue.
- * KEYS: the n lock keys; then, when fencing is on, the n fence counters; then,
- * when fair waiting is on, for each resource its queue (a sorted set of waiter
- * ids by first-attempt time) and the queue's deadlines (a hash id -> ms).
- * ARGV: value, ttl ms, the queue spec ('' = fair waiting off; '-' = on, without
- * joining the queue; else 'waiter-id first-attempt-ms entry-ttl-ms', joining it
- * when refused); then, only when fencing is on, the counters' retention ms and
- * the acquiring client's clock in µs. Every argument costs on both ends (ioredis
- * encodes it for each node, the server makes a Lua string of it), so the layout
- * is told by the counts instead of by flags.
+ * KEYS: the n lock keys, nothing else. ARGV: value, ttl ms, the queue spec
+ * ('' = fair waiting off; '-' = on, without joining the queue; else 'waiter-id
+ * first-attempt-ms entry-ttl-ms', joining it when refused); then, when fencing
+ * or fair waiting is on, the key prefix's length in bytes; then, only when
+ * fencing is on, the counters' retention ms and the acquiring client's clock in
+ * µs. A resource's other keys (its fence counter, queue and queue deadlines) are
+ * its lock key with `lock:` after the prefix changed to their kind: built here,
+ * not sent. Every argument costs on both ends (ioredis encodes it for each node,
+ * the server makes a Lua string of it): three keys fewer per resource, and the
+ * layout told by the counts instead of by flags. With a Redis Cluster node the
+ * built keys carry the lock key's hash tag (see KeyLayout), so they are in its
+ * slot, which a script may use without declaring them.
  * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
  * is held by another value (its pttl, a hint for the retry); {0, -3} when the
  * resource is free but reserved for an earlier waiter.
@@ -28,13 +31,27 @@ export const ACQUIRE = defineScript(
 local value = ARGV[1]
 local spec = ARGV[3]
 local fair = spec ~= ''
-local retention = ARGV[4]
-local per = 1
-if retention then per = 2 end
-if fair then per = per + 2 end
-local n = #KEYS / per
+local retention = ARGV[5]
+local n = #KEYS
 local q0 = n
 if retention then q0 = 2 * n end
+-- K: the lock keys, then (fencing on) the n fence counters, then (fair waiting
+-- on) each resource's queue and queue deadlines.
+local K = KEYS
+if ARGV[4] then
+  local p = tonumber(ARGV[4])
+  local base = string.sub(KEYS[1], 1, p)
+  K = {}
+  for i = 1, n do
+    local rest = string.sub(KEYS[i], p + 6)
+    K[i] = KEYS[i]
+    if retention then K[n + i] = base .. 'fence:' .. rest end
+    if fair then
+      K[q0 + 2 * i - 1] = base .. 'queue:' .. rest
+      K[q0 + 2 * i] = base .. 'queue-deadlines:' .. rest
+    end
+  end
+end
 -- The waiter's id, first-attempt time and entry ttl, read from the spec only on
 -- the paths that need them (a queue that is not empty, or joining it).
 local waiter, since, entryTtl
@@ -48,16 +65,16 @@ local blocker
 -- undone below if the resource turns out to be reserved.
 local taken = false
 if n == 1 then
-  if redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
+  if redis.call('SET', K[1], value, 'NX', 'PX', ARGV[2]) then
     taken = true
-  elseif redis.call('GET', KEYS[1]) == value then
+  elseif redis.call('GET', K[1]) == value then
     mine = 1
   else
     blocker = 1
   end
 else
   for i = 1, n do
-    local v = redis.call('GET', KEYS[i])
+    local v = redis.call('GET', K[i])
     if v == value then
       mine = mine + 1
     elseif v then
@@ -73,7 +90,7 @@ local now
 local reserved = false
 if fair and not blocker and mine < n then
   for i = 1, n do
-    local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
+    local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if head and spec ~= '-' and not waiter then
       waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$')
@@ -93,7 +110,7 @@ if fair and not blocker and mine < n then
     end
     if reserved then break end
   end
-  if reserved and taken then redis.call('DEL', KEYS[1]) end
+  if reserved and taken then redis.call('DEL', K[1]) end
 end
 if blocker or reserved then
   if fair and spec ~= '-' then
@@ -108,19 +125,19 @@ if blocker or reserved then
     local at = tonumber(since)
     if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
     for i = 1, n do
-      local q, d = KEYS[q0 + 2 * i - 1], KEYS[q0 + 2 * i]
+      local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)
       redis.call('HSET', d, waiter, now + tonumber(entryTtl))
       redis.call('PEXPIRE', q, entryTtl)
       redis.call('PEXPIRE', d, entryTtl)
     end
   end
-  if blocker then return {0, redis.call('PTTL', KEYS[blocker])} end
+  if blocker then return {0, redis.call('PTTL', K[blocker])} end
   return {0, -3}
 end
 if not taken then
   for i = 1, n do
-    redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+    redis.call('SET', K[i], value, 'PX', ARGV[2])
   end
 end
 -- The waiter stays queued here: if this attempt fails on the quorum, it must
@@ -131,12 +148,12 @@ end
 if mine == n then
   local token = 0
   for i = n + 1, 2 * n do
-    token = math.max(token, tonumber(redis.call('GET', KEYS[i]) or '0'))
+    token = math.max(token, tonumber(redis.call('GET', K[i]) or '0'))
   end
   return {1, token}
 end
 -- Fencing: one token for the lock, above every resource's counter and at least
--- ARGV[5], the acquiring client's clock in µs; every counter is raised to it.
+-- ARGV[6], the acquiring client's clock in µs; every counter is raised to it.
 -- The floor is what a missing counter (never used, expired after the retention,
 -- or lost in a restart without data) is reborn at: above every token issued
 -- before as long as that clock has not stepped back, and the same on every node,
@@ -144,26 +161,27 @@ end
 -- missed acquisitions. SET .. GET writes the floor and reads the old counter in
 -- one call; only a counter at or above the floor (a client with a clock ahead
 -- of this one's, or several acquisitions within one µs) needs a second write.
-local floor = tonumber(ARGV[5])
+local floor = tonumber(ARGV[6])
 local token = floor
 for i = n + 1, 2 * n do
-  local c = tonumber(redis.call('SET', KEYS[i], ARGV[5], 'PX', retention, 'GET') or '')
+  local c = tonumber(redis.call('SET', K[i], ARGV[6], 'PX', retention, 'GET') or '')
   if c and c >= token then token = c + 1 end
 end
 if token > floor then
   -- string.format keeps all digits: Redis would print a large number in exponent form.
   local text = string.format('%.0f', token)
   for i = n + 1, 2 * n do
-    redis.call('SET', KEYS[i], text, 'PX', retention)
+    redis.call('SET', K[i], text, 'PX', retention)
   end
 end
 return {1, token}
 `,
   {
     // Every argument costs on both ends: the layout is told by the counts, not by flags.
-    argv: ({ value, ttl, fair, fencing }: AcquireArgs) => {
+    argv: ({ value, ttl, fair, fencing, prefixLength }: AcquireArgs) => {
       const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl}` : '-';
-      return fencing ? [value, String(ttl), spec, String(fencing.retention), String(fencing.floor)] : [value, String(ttl), spec];
+      if (fencing) return [value, String(ttl), spec, String(prefixLength), String(fencing.retention), String(fencing.floor)];
+      return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
     },
     decode: (reply): AcquireReply => {
       const [taken, value] = tuple(reply, 2);
@@ -271,29 +289,30 @@ return {1, redis.call('GET', KEYS[1])}
 export interface ReleaseArgs {
   readonly value: string;
   /**
-   * With fair waiting on: the wake channel prefix; the waiter id under which
+   * With fair waiting on: the key prefix's length in bytes (the script builds
+   * the queue keys and the wake channel from it); the waiter id under which
    * this holder queued, if it did (`leaving`); for an undo, the waiter whose
    * attempt is undone (`undoneBy`, not woken by it).
    */
-  readonly fair?: { readonly wakePrefix: string; readonly leaving?: string; readonly undoneBy?: string };
+  readonly fair?: { readonly prefixLength: number; readonly leaving?: string; readonly undoneBy?: string };
 }
 
 /**
  * Compare-and-delete: delete only the keys that hold this value; where a key
  * was deleted and waiters queue for it, publish the first waiter's id on its
- * client's channel (ARGV[2] followed by the id's part before the first '.')
- * to wake it without polling. A holder that had queued for the lock leaves
- * the queues here (ARGV[3], '' when it never queued): it stays their head
- * while it holds the lock, which changes nothing (the key refuses everyone),
- * and costs no round of its own.
+ * client's channel (`<prefix>wake:` followed by the id's part before the first
+ * '.') to wake it without polling. A holder that had queued for the lock
+ * leaves the queues here (ARGV[3], absent or '' when it never queued): it
+ * stays their head while it holds the lock, which changes nothing (the key
+ * refuses everyone), and costs no round of its own.
  * The undo of a waiter's failed attempt names the waiter (ARGV[4]) instead:
  * it keeps its place, and is not woken by its own undo (where the attempt set
  * a key, the waiter is usually the head; waking it would retry at once, and
  * again after that retry's undo, burning its retries in a loop).
- * KEYS: the n lock keys, then (when fair waiting is on) each resource's queue and deadlines.
- * ARGV: value; then, only when fair waiting is on, the wake channel prefix, the
- * holder's waiter id, and, for an undo, the undoing waiter's id. Returns how
- * many keys were deleted.
+ * KEYS: the n lock keys, nothing else (a resource's queue keys are built from
+ * its lock key, as in ACQUIRE). ARGV: value; then, only when fair waiting is
+ * on, the key prefix's length in bytes, the holder's waiter id (optional), and,
+ * for an undo, the undoing waiter's id. Returns how many keys were deleted.
  */
 export const RELEASE = defineScript(
   'release',
@@ -309,19 +328,21 @@ if #ARGV == 1 then
   end
   return deleted
 end
-local n = #KEYS / 3
-local waiter = ARGV[3]
-for i = 1, n do
-  local q = KEYS[n + 2 * i - 1]
+local p = tonumber(ARGV[2])
+local base = string.sub(KEYS[1], 1, p)
+local waiter = ARGV[3] or ''
+for i = 1, #KEYS do
+  local rest = string.sub(KEYS[i], p + 6)
+  local q = base .. 'queue:' .. rest
   if waiter ~= '' then
     redis.call('ZREM', q, waiter)
-    redis.call('HDEL', KEYS[n + 2 * i], waiter)
+    redis.call('HDEL', base .. 'queue-deadlines:' .. rest, waiter)
   end
   if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if head and head ~= ARGV[4] then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
+    if head and head ~= ARGV[4] then redis.call('PUBLISH', base .. 'wake:' .. string.match(head, '^[^.]*'), head) end
   end
 end
 return deleted
@@ -329,8 +350,9 @@ return deleted
   {
     argv: ({ value, fair }: ReleaseArgs) => {
       if (!fair) return [value];
-      const argv = [value, fair.wakePrefix, fair.leaving ?? ''];
-      if (fair.undoneBy !== undefined) argv.push(fair.undoneBy);
+      const argv = [value, String(fair.prefixLength)];
+      if (fair.undoneBy !== undefined) argv.push(fair.leaving ?? '', fair.undoneBy);
+      else if (fair.leaving) argv.push(fair.leaving);
       return argv;
     },
     /** How many keys were deleted. */

@@ -141,7 +141,43 @@ function fenceToken(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], 
   return token;
 }
 
-const acquire: Implementation = (ops, KEYS, ARGV) => {
+/**
+ * A resource's key of another kind, built from its lock key as ACQUIRE and
+ * RELEASE do: the first `prefixLength` bytes, the kind, then what follows
+ * `<prefix>lock:` (Lua's string.sub counts bytes).
+ */
+function keyOfKind(lockKey: string, prefixLength: number, kind: string): string {
+  const prefix = prefixOf(lockKey, prefixLength);
+  // The prefix ends on a character boundary (KeyLayout made the key): what follows it is a plain slice.
+  return `${prefix}${kind}${lockKey.slice(prefix.length + 5)}`;
+}
+
+/** The key prefix: the first `prefixLength` bytes of a key (as characters when they are all ASCII, the usual case). */
+function prefixOf(key: string, prefixLength: number): string {
+  const head = key.slice(0, prefixLength);
+  return Buffer.byteLength(head) === head.length ? head : Buffer.from(key).subarray(0, prefixLength).toString();
+}
+
+/**
+ * ACQUIRE's keys and arguments as the script lays them out once it has built
+ * the keys it is not sent (KEYS: locks, fence counters, then queue and
+ * deadlines per resource; ARGV without the prefix length).
+ */
+function expandAcquire(KEYS: readonly string[], ARGV: readonly string[]): [keys: string[], argv: string[]] {
+  if (ARGV[3] === undefined) return [[...KEYS], [...ARGV]];
+  const p = Number(ARGV[3]);
+  const fencing = ARGV[4] !== undefined;
+  const fair = ARGV[2] !== '';
+  const fences = fencing ? KEYS.map((k) => keyOfKind(k, p, 'fence:')) : [];
+  const queues = fair ? KEYS.flatMap((k) => [keyOfKind(k, p, 'queue:'), keyOfKind(k, p, 'queue-deadlines:')]) : [];
+  return [
+    [...KEYS, ...fences, ...queues],
+    [ARGV[0]!, ARGV[1]!, ARGV[2]!, ...ARGV.slice(4)],
+  ];
+}
+
+const acquire: Implementation = (ops, sentKeys, sentArgv) => {
+  const [KEYS, ARGV] = expandAcquire(sentKeys, sentArgv);
   const call = acquireCall(KEYS, ARGV);
   const { mine, blocker } = scanLocks(ops, KEYS, call);
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, KEYS, call);
@@ -185,9 +221,13 @@ const fencedAccess: Implementation = (ops, KEYS, ARGV) => {
   return [1, ops.get(KEYS[0]!)];
 };
 
-const release: Implementation = (ops, KEYS, ARGV) => {
-  const fair = ARGV.length > 1;
-  const n = fair ? KEYS.length / 3 : KEYS.length;
+const release: Implementation = (ops, locks, sentArgv) => {
+  const fair = sentArgv.length > 1;
+  const n = locks.length;
+  // As the script builds them: each resource's queue and deadlines, and the wake channel prefix.
+  const p = Number(sentArgv[1]);
+  const KEYS = fair ? [...locks, ...locks.flatMap((k) => [keyOfKind(k, p, 'queue:'), keyOfKind(k, p, 'queue-deadlines:')])] : locks;
+  const ARGV = fair ? [sentArgv[0]!, `${prefixOf(locks[0]!, p)}wake:`, ...sentArgv.slice(2)] : sentArgv;
   const waiter = ARGV[2] ?? '';
   let deleted = 0;
   for (let i = 1; i <= n; i++) {
@@ -253,12 +293,12 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '228649b51ae7400c4de0d2b63735caf77adff0bc',
+  acquire: '9ad3d4b625c2715e9d790ef6fb1d3d808263fda4',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'dd2ed69dfbbad923ff90bd00801c1b88e9596bd6',
+  release: 'fcc8712f2e188b6a460e2149a783cb4bd050ce52',
   'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
   'force-release': 'bddb0d65fc7157f997c944a7b2096dd67d262a61',
   'permit-acquire': 'ed8b2ab29f167f4cf4f4b4a6753b08e4fc221de0',

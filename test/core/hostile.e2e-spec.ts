@@ -132,7 +132,10 @@ describe('nothing a lock holds is rendered by loggers (issue 18.1)', () => {
     try {
       const locks = [await redlock.acquire('leak-a', 5000), await redlock.acquire('leak-b', 5000)];
       const check = new Redis(secured.urls[0]!, { password });
-      const values = await Promise.all(['leak-a', 'leak-b'].map((r) => check.get(`redlock:lock:${r}`)));
+      // Decided at a quorum: node 0 may get its SET after acquire() returned.
+      const read = () => Promise.all(['leak-a', 'leak-b'].map((r) => check.get(`redlock:lock:${r}`)));
+      await until(async () => (await read()).every((v) => v !== null), 'both locks on node 0');
+      const values = await read();
       check.disconnect();
       expect(values.every((v) => typeof v === 'string' && v.length >= 27)).toBe(true);
       const haystack = [...locks, redlock, service, events].flatMap(renderings).join('\n');

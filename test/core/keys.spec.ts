@@ -107,16 +107,39 @@ describe('KeyLayout', () => {
     const keys = new KeyLayout('p:', false).forLock(['a', 'b'], true, true);
     const queues = ['p:queue:a', 'p:queue-deadlines:a', 'p:queue:b', 'p:queue-deadlines:b'];
     expect(keys.locks).toEqual(['p:lock:a', 'p:lock:b']);
-    expect(keys.confirm).toEqual(['p:lock:a', 'p:lock:b', 'p:fence:a', 'p:fence:b']);
-    expect(keys.acquire).toEqual([...keys.confirm, ...queues]);
-    expect(keys.release).toEqual([...keys.locks, ...queues]);
-    expect(keys.queues).toEqual(queues);
+    expect(keys.confirm()).toEqual(['p:lock:a', 'p:lock:b', 'p:fence:a', 'p:fence:b']);
+    expect(keys.queues()).toEqual(queues);
   });
 
   it('forLock: no fence keys without fencing, no queue keys without fair waiting', () => {
     const keys = new KeyLayout('p:', false).forLock(['a'], false, false);
-    expect(keys).toEqual({ locks: ['p:lock:a'], acquire: ['p:lock:a'], confirm: ['p:lock:a'], release: ['p:lock:a'], queues: [] });
+    expect([keys.locks, keys.confirm(), keys.queues()]).toEqual([['p:lock:a'], ['p:lock:a'], []]);
   });
+
+  // ACQUIRE and RELEASE are sent the lock keys only and build the others by this rule.
+  it.each([
+    ['plain', 'redlock:', false],
+    ['cluster', 'redlock:', true],
+    ['plain, a prefix of multi-byte characters and "lock:"', 'ü-lock:', false],
+    ['cluster, a prefix of multi-byte characters', 'ü:', true],
+  ])(
+    '%s: every key of a resource is the prefix (prefixLength bytes), its kind, then what follows "<prefix>lock:"',
+    (_, prefix, cluster) => {
+      const layout = new KeyLayout(prefix, cluster);
+      expect(layout.prefixLength).toBe(Buffer.byteLength(prefix));
+      for (const resource of ['r', '{o:1}:x', 'lock:ü:{}']) {
+        const lock = Buffer.from(layout.lock(resource));
+        const built = (kind: string) =>
+          `${lock.subarray(0, layout.prefixLength).toString()}${kind}:${lock.subarray(layout.prefixLength + 5).toString()}`;
+        expect(lock.subarray(layout.prefixLength, layout.prefixLength + 5).toString()).toBe('lock:');
+        expect([built('fence'), built('queue'), built('queue-deadlines')]).toEqual([
+          layout.fence(resource),
+          layout.queue(resource),
+          layout.queueDeadlines(resource),
+        ]);
+      }
+    },
+  );
 
   it('forLock on a cluster: the resources of one lock must share a hash tag', () => {
     const layout = new KeyLayout('p:', true);

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { firstValueFrom, from, type ObservableInput } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockAbortedError, LockLostError, Redlock, ResourceBusyError, type Lock, type LockEvent } from '../../lib/index.js';
-import { ACQUIRE } from '../../lib/core/scripts.js';
+import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
@@ -285,6 +285,47 @@ describe('scripts', () => {
     // nodes that had answered by then are sure to hold it: at least 3 of the 5.
     const cached = await Promise.all(raw.map(async (r) => ((await r.script('EXISTS', ACQUIRE.sha)) as number[])[0]));
     expect(cached.filter((c) => c === 1).length).toBeGreaterThanOrEqual(3);
+  });
+  it('with the defaults, ACQUIRE and RELEASE are sent the lock key only: the script builds the fence, queue and wake keys', async () => {
+    const redlock = client({ retryCount: 0 });
+    await redlock.acquire('warm', 5000).then((l) => l.release()); // connections up, scripts loaded
+    await until(() => onEveryNode(raw, 'redlock:lock:warm', false), 'the warm-up released on every node');
+    const monitor = await raw[0]!.monitor();
+    const sent: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toLowerCase() === 'evalsha' && sent.push(args));
+    try {
+      const lock = await redlock.acquire('compact', 5000);
+      await lock.release();
+      await until(() => sent.length === 2, 'the acquire and the release on node 0');
+    } finally {
+      monitor.disconnect();
+    }
+    // EVALSHA sha 1 <lock key> <value> <ttl> <queue spec> <prefix length> <retention> <floor>
+    expect(sent[0]!.slice(1, 4)).toEqual([ACQUIRE.sha, '1', 'redlock:lock:compact']);
+    expect(sent[0]!.slice(5, 8)).toEqual(['5000', '-', '8']);
+    expect(sent[0]).toHaveLength(10);
+    // EVALSHA sha 1 <lock key> <value> <prefix length>: it never queued
+    expect(sent[1]!.slice(1, 4)).toEqual([RELEASE.sha, '1', 'redlock:lock:compact']);
+    expect(sent[1]![5]).toBe('8');
+    expect(sent[1]).toHaveLength(6);
+    // What the script built: the fence counter it raised, under the layout's name.
+    expect(await raw[0]!.exists('redlock:fence:compact')).toBe(1);
+  });
+  it("a prefix of multi-byte characters: the keys the scripts build are the layout's (the prefix length is in bytes)", async () => {
+    const redlock = client({ prefix: 'ü-lock:', retryCount: 3, retryDelay: 5000, retryJitter: 0 });
+    const lock = await redlock.acquire('x', 5000);
+    await until(() => onEveryNode(raw, 'ü-lock:fence:x'), 'the fence counter on every node');
+    // A waiter queues under the layout's queue key, and the release wakes it (well before its 5 s retry delay).
+    const waiting = redlock.acquire('x', 5000);
+    await until(async () => (await raw[0]!.zcard('ü-lock:queue:x')) === 1, 'the waiter queued on node 0');
+    const released = performance.now();
+    await lock.release();
+    const next = await waiting;
+    expect(performance.now() - released).toBeLessThan(4000);
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken!);
+    await next.release();
+    const named = new Set(['lock', 'fence', 'queue', 'queue-deadlines'].map((kind) => `ü-lock:${kind}:x`));
+    expect((await raw[0]!.keys('*')).filter((key) => !named.has(key))).toEqual([]);
   });
 });
 

@@ -114,12 +114,13 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         case 'acquire': {
           const fencing = random() < 0.6;
           const fair = random() < 0.7;
-          const keys = [...locks, ...(fencing ? fences : []), ...(fair ? queues : [])];
           // First-attempt times from a small set: ties in the queue are ordered by waiter id.
           const waiter = fair ? pick([...waiters, '-']) : '';
           const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000`;
-          const args = [value, pick([30_000, 100_000]), spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
-          result = await run(ACQUIRE, keys, () => args);
+          // The lock keys only, and the prefix's length ('d:') when the script must build the others.
+          const layout = fencing ? [2, 60_000, (base + pick([0, 7])) * 1000] : fair ? [2] : [];
+          const args = [value, pick([30_000, 100_000]), spec, ...layout];
+          result = await run(ACQUIRE, locks, () => args);
           for (const side of ['redis', 'memory'] as const) {
             const reply = side === 'redis' ? result.fromRedis : result.fromMemory;
             if (Array.isArray(reply) && reply[0] === 1 && reply[1] > 0) tokens[side] = reply[1] as number;
@@ -143,8 +144,9 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
         }
         case 'release': {
           const fair = random() < 0.7;
-          const leaving = pick(['', ...waiters]); // a holder that had queued leaves the queues
-          result = await run(RELEASE, fair ? [...locks, ...queues] : locks, () => (fair ? [value, 'd:wake:', leaving] : [value]));
+          // A holder that had queued leaves the queues (absent or '': it never queued); an undo names its waiter.
+          const leaving = pick([[], [''], ...waiters.map((w) => [w]), ['', pick(waiters)]]);
+          result = await run(RELEASE, locks, () => (fair ? [value, 2, ...leaving] : [value]));
           break;
         }
         case 'leave': {
