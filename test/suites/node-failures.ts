@@ -125,10 +125,11 @@ export function describeNodeFailures(kind: NodeKind): void {
       await hungNodeKilledIsCountedAgain(client({ nodeTimeout: 200, restartGuard: 0 }));
     });
 
-    // Over GLIDE a node killed with nothing in flight is not seen down (see NodeKind.dropsUnseen): each
-    // attempt waits the node timeout on it, and the call fails once its retries are spent, not at once.
+    // Over GLIDE a node killed with nothing in flight may not be seen down (see NodeKind.dropsUnseen): an
+    // attempt then waits the node timeout on it, and the call fails once the drops are seen or its retries
+    // are spent (both happen: under two CPU hogs GLIDE saw the drops before the first attempt once).
     const promptly = !kind.dropsUnseen;
-    it(`with 3 of 5 nodes down, fails with the quorum error ${promptly ? 'promptly' : 'after its retries (drops unseen)'}`, async () => {
+    it(`with 3 of 5 nodes down, fails with the quorum error ${promptly ? 'promptly' : 'within its retries (drops may go unseen)'}`, async () => {
       const redlock = client({ retryCount: 10, retryDelay: 200 });
       await redlock.acquire('warm', 5000).then((l) => l.release());
       await Promise.all([fleet.kill(0), fleet.kill(1), fleet.kill(2)]);
@@ -141,7 +142,7 @@ export function describeNodeFailures(kind: NodeKind): void {
         expect(performance.now() - started).toBeLessThan(200);
       } else {
         expect(outcomes.filter((o) => o === 'error' || o === 'timeout')).toHaveLength(3);
-        expect((error as QuorumUnreachableError).attempts).toHaveLength(11);
+        expect((error as QuorumUnreachableError).attempts.length).toBeLessThanOrEqual(11);
       }
     });
 
