@@ -424,6 +424,8 @@ describe('restart guard by default (issue 18.16)', () => {
     await Promise.all([3, 4].map((i) => raw[i]!.del('redlock:lock:amnesia')));
     const events: LockEvent[] = [];
     watcher.subscribe((e) => events.push(e));
+    // Node 2's run id read first: a node whose first INFO had not answered never voted, and is not reported restarted.
+    await until(async () => (await watcher.ping()).every((n) => !n.excluded), 'every node verified');
     await fleet.kill(2);
     await fleet.restart(2);
     await until(() => events.some((e) => e.type === 'node-restarted'), 'the restart seen');
