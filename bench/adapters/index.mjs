@@ -142,6 +142,21 @@ function nestRedlockOver(open, close, extra = {}) {
   };
 }
 
+/** nest-redlock's semaphore of `permits` (default: the scenario's 4): its own connections from the URLs, default waiting. */
+function nestRedlockSemaphore(extra = {}) {
+  return async (urls, { wait, permits = SEMAPHORE_PERMITS }) => {
+    const { Redlock } = await import(nestRedlockBuild());
+    const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0, ...extra });
+    return {
+      ready: () => redlock.ready(),
+      acquire: (key, ttl) => redlock.acquire(key, ttl, { limit: permits }),
+      release: (permit) => permit.release(),
+      attempts: (permit) => permit.attempts,
+      close: () => redlock.close(),
+    };
+  };
+}
+
 /** The client setups the speed scenarios run nest-redlock with, besides its own connections from URLs. */
 export const clientSetups = {
   same: "ioredis clients passed in, of the copy its build resolves (the peers' copy)",
@@ -390,18 +405,14 @@ export const adapters = {
   'nest-redlock semaphore': {
     waits: 'as nest-redlock (fair waiting, woken by releases), `limit: permits`',
     variant: 'semaphore',
-    async create(urls, { wait, permits = SEMAPHORE_PERMITS }) {
-      const { Redlock } = await import(nestRedlockBuild());
-      // As the 'nest-redlock' adapter: its own connections from the URLs, default waiting.
-      const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0 });
-      return {
-        ready: () => redlock.ready(),
-        acquire: (key, ttl) => redlock.acquire(key, ttl, { limit: permits }),
-        release: (permit) => permit.release(),
-        attempts: (permit) => permit.attempts,
-        close: () => redlock.close(),
-      };
-    },
+    create: nestRedlockSemaphore(),
+  },
+
+  /** What fencing and fair waiting cost a permit: the same semaphore with both off (polling, as RedlockSemaphore waits). */
+  'nest-redlock semaphore (fencing and fair waiting off)': {
+    waits: 'as nest-redlock (fair waiting off), `limit: permits`',
+    variant: 'semaphore',
+    create: nestRedlockSemaphore({ fencing: false, fairWaiting: false }),
   },
 
   'redis-semaphore RedlockSemaphore': {

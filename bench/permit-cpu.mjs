@@ -1,0 +1,132 @@
+// What one permit of a contended semaphore costs, client and servers
+// (`node bench/permit-cpu.mjs`, after `npm run build` and `npm --prefix bench install`).
+//
+// The semaphore scenario's setup (16 processes, one semaphore of limit 4 on 5 local
+// nodes, 1 ms holds; `--processes=`, `--limit=`), one library at a time, in a new
+// random order in each of `--rounds` rounds: every process takes permits in a loop for
+// `--warmup` seconds (so that the measured window runs compiled code), then for
+// `--seconds` more, measured. Per permit: the processes' CPU (process.cpuUsage, all of
+// them together), the 5 servers' CPU (INFO cpu) and the commands the servers ran (INFO
+// commandstats, Lua's inner calls included), with permits/s and attempts per permit.
+// On this 2-core machine the processes and the servers share the cores, so throughput
+// is about 2 cores over the CPU per permit: this says where that CPU goes.
+import { fork } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { startNodes } from '../scripts/redis-spawner.mjs';
+import { adapters } from './adapters/index.mjs';
+import { median, shuffle } from './report.mjs';
+
+const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const LIBS = ['nest-redlock semaphore', 'nest-redlock semaphore (fencing and fair waiting off)', 'redis-semaphore RedlockSemaphore'];
+const TTL = 30_000;
+
+if (process.argv[2] === 'worker') {
+  const { lib: name, urls, permits } = JSON.parse(process.argv[3]);
+  const lib = await adapters[name].create(urls, { wait: true, permits });
+  await lib.ready();
+  process.send({ type: 'ready' });
+  const { warmUntil, endAt } = await new Promise((resolve) => process.once('message', resolve));
+  const loop = async (until) => {
+    let permitsTaken = 0;
+    let attempts = 0;
+    while (Date.now() < until) {
+      const permit = await lib.acquire('permit-cpu', TTL);
+      attempts += lib.attempts?.(permit) ?? 0;
+      await sleep(1);
+      await lib.release(permit);
+      permitsTaken++;
+    }
+    return { permits: permitsTaken, attempts };
+  };
+  await loop(warmUntil);
+  const cpu = process.cpuUsage();
+  const measured = await loop(endAt);
+  const used = process.cpuUsage(cpu);
+  process.send({ type: 'result', ...measured, cpu: used.user + used.system, reportsAttempts: typeof lib.attempts === 'function' });
+  await lib.close();
+  process.exit(0);
+}
+
+const PROCESSES = option('processes', 16);
+const LIMIT = option('limit', 4);
+const ROUNDS = option('rounds', 2);
+const WARMUP = option('warmup', 3) * 1000;
+const SECONDS = option('seconds', 6);
+
+const fleet = await startNodes(5);
+const { default: Redis } = await import('ioredis');
+const admins = fleet.urls.map((url) => new Redis(url));
+/** Each server's CPU µs, and its commands run by name, summed over the 5. */
+const serverState = async () => {
+  const infos = await Promise.all(admins.map((c) => c.info('all')));
+  let cpu = 0;
+  const commands = {};
+  for (const info of infos) {
+    cpu += (Number(/used_cpu_sys:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)[1])) * 1e6;
+    for (const [, name, calls] of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) commands[name] = (commands[name] ?? 0) + Number(calls);
+  }
+  return { cpu, commands };
+};
+
+async function round(lib) {
+  const workers = Array.from({ length: PROCESSES }, () =>
+    fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })]),
+  );
+  const next = (w) => new Promise((resolve, reject) => (w.once('message', resolve), w.once('exit', reject)));
+  await Promise.all(workers.map(next));
+  const warmUntil = Date.now() + 100 + WARMUP;
+  const endAt = warmUntil + SECONDS * 1000;
+  const results = workers.map(next);
+  workers.forEach((w) => w.send({ warmUntil, endAt }));
+  await sleep(warmUntil - Date.now());
+  const before = await serverState();
+  await sleep(endAt - Date.now());
+  const after = await serverState();
+  const rs = await Promise.all(results);
+  const taken = rs.reduce((s, r) => s + r.permits, 0);
+  const commands = Object.fromEntries(
+    Object.entries(after.commands)
+      .filter(([name]) => name !== 'info')
+      .map(([name, calls]) => [name, (calls - (before.commands[name] ?? 0)) / taken]),
+  );
+  return {
+    perSecond: taken / SECONDS,
+    attempts: rs[0].reportsAttempts ? rs.reduce((s, r) => s + r.attempts, 0) / taken : undefined,
+    clientCpu: rs.reduce((s, r) => s + r.cpu, 0) / taken,
+    serverCpu: (after.cpu - before.cpu) / taken,
+    commands,
+  };
+}
+
+try {
+  const rounds = Object.fromEntries(LIBS.map((l) => [l, []]));
+  for (let r = 0; r < ROUNDS; r++) for (const lib of shuffle(LIBS)) rounds[lib].push(await round(lib));
+  console.log(
+    `${PROCESSES} processes, limit ${LIMIT}, 1 ms holds, 5 nodes; ${ROUNDS} round(s) x ${SECONDS} s after ${WARMUP / 1000} s of warm-up, medians\n`,
+  );
+  console.log(
+    '| library | permits/s | attempts / permit | client CPU µs / permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
+  );
+  console.log('|---|---|---|---|---|---|---|');
+  for (const lib of LIBS) {
+    const rs = rounds[lib];
+    const m = (f) => median(rs.map(f));
+    const mid = [...rs].sort((a, b) => a.perSecond - b.perSecond)[Math.floor((rs.length - 1) / 2)];
+    const top = Object.entries(mid.commands)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 4)
+      .map(([name, n]) => `${name} ${n.toFixed(1)}`)
+      .join(', ');
+    const scripts = ['evalsha', 'eval'].reduce((s, name) => s + (mid.commands[name] ?? 0), 0);
+    console.log(
+      `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
+    );
+  }
+  console.log(
+    '\nscripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them.',
+  );
+} finally {
+  admins.forEach((c) => c.disconnect());
+  await fleet.stop();
+}
