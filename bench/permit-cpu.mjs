@@ -12,13 +12,18 @@
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startNodes } from '../scripts/redis-spawner.mjs';
 import { adapters } from './adapters/index.mjs';
 import { median, shuffle } from './report.mjs';
 
 const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const LIBS = ['nest-redlock semaphore', 'nest-redlock semaphore (fencing and fair waiting off)', 'redis-semaphore RedlockSemaphore'];
+// --baseline=<copy of an older dist/esm>: its semaphore (defaults) too, for a before/after in one run.
+const BASELINE = process.argv.find((a) => a.startsWith('--baseline='))?.slice(11);
+const BASELINE_ROW = 'nest-redlock semaphore (baseline)';
+if (BASELINE) LIBS.push(BASELINE_ROW);
 const TTL = 30_000;
 
 if (process.argv[2] === 'worker') {
@@ -71,7 +76,15 @@ const serverState = async () => {
 
 async function round(lib) {
   const workers = Array.from({ length: PROCESSES }, () =>
-    fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })]),
+    lib === BASELINE_ROW
+      ? fork(
+          fileURLToPath(import.meta.url),
+          ['worker', JSON.stringify({ lib: 'nest-redlock semaphore', urls: fleet.urls, permits: LIMIT })],
+          {
+            env: { ...process.env, BENCH_NEST_REDLOCK: pathToFileURL(resolve(BASELINE, 'core/index.js')).href },
+          },
+        )
+      : fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })]),
   );
   const next = (w) => new Promise((resolve, reject) => (w.once('message', resolve), w.once('exit', reject)));
   await Promise.all(workers.map(next));
