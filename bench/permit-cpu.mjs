@@ -35,14 +35,17 @@ if (process.argv[2] === 'worker') {
   const loop = async (until) => {
     let permitsTaken = 0;
     let attempts = 0;
+    const waits = []; // [ms, attempts]
     while (Date.now() < until) {
+      const asked = performance.now();
       const permit = await lib.acquire('permit-cpu', TTL);
+      waits.push([performance.now() - asked, lib.attempts?.(permit)]);
       attempts += lib.attempts?.(permit) ?? 0;
       await sleep(1);
       await lib.release(permit);
       permitsTaken++;
     }
-    return { permits: permitsTaken, attempts };
+    return { permits: permitsTaken, attempts, waits };
   };
   await loop(warmUntil);
   const cpu = process.cpuUsage();
@@ -98,6 +101,9 @@ async function round(lib) {
   const after = await serverState();
   const rs = await Promise.all(results);
   const taken = rs.reduce((s, r) => s + r.permits, 0);
+  const waits = rs.flatMap((r) => r.waits).sort((a, b) => a[0] - b[0]);
+  const at = (f) => waits[Math.floor(f * (waits.length - 1))]?.[0];
+  const long = waits.filter(([ms]) => ms >= 40);
   const commands = Object.fromEntries(
     Object.entries(after.commands)
       .filter(([name]) => name !== 'info')
@@ -108,6 +114,13 @@ async function round(lib) {
     attempts: rs[0].reportsAttempts ? rs.reduce((s, r) => s + r.attempts, 0) / taken : undefined,
     clientCpu: rs.reduce((s, r) => s + r.cpu, 0) / taken,
     serverCpu: (after.cpu - before.cpu) / taken,
+    waits: {
+      p50: at(0.5),
+      p99: at(0.99),
+      longest: at(1),
+      long: long.length,
+      longTwoAttempts: long.filter(([, a]) => a !== undefined && a <= 2).length,
+    },
     commands,
   };
 }
@@ -136,8 +149,18 @@ try {
       `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
     );
   }
+  console.log('\n| library | wait p50 ms | p99 | longest | waits >= 40 ms | of which in <= 2 attempts |');
+  console.log('|---|---|---|---|---|---|');
+  for (const lib of LIBS) {
+    const rs = rounds[lib];
+    const m = (f) => median(rs.map(f)).toFixed(0);
+    const reports = rs[0].attempts !== undefined;
+    console.log(
+      `| ${lib} | ${m((r) => r.waits.p50)} | ${m((r) => r.waits.p99)} | ${m((r) => r.waits.longest)} | ${m((r) => r.waits.long)} | ${reports ? m((r) => r.waits.longTwoAttempts) : '-'} |`,
+    );
+  }
   console.log(
-    '\nscripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them.',
+    '\nscripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them; waits: each acquire call, medians over rounds.',
   );
 } finally {
   admins.forEach((c) => c.disconnect());
