@@ -7,7 +7,8 @@
 // `--warmup` seconds (so that the measured window runs compiled code), then for
 // `--seconds` more, measured. Per permit: the processes' CPU (process.cpuUsage, all of
 // them together), the 5 servers' CPU (INFO cpu) and the commands the servers ran (INFO
-// commandstats, Lua's inner calls included), with permits/s and attempts per permit.
+// commandstats, Lua's inner calls included), with permits/s and attempts per permit;
+// and the waits (each acquire call's duration).
 // On this 2-core machine the processes and the servers share the cores, so throughput
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
