@@ -425,7 +425,7 @@ describe('restart guard by default (issue 18.16)', () => {
     const events: LockEvent[] = [];
     watcher.subscribe((e) => events.push(e));
     // Node 2's run id read first: a node whose first INFO had not answered never voted, and is not reported restarted.
-    await until(async () => (await watcher.ping()).every((n) => !n.excluded), 'every node verified');
+    await until(async () => (await watcher.ping()).every((n) => n.status === 'up'), 'every node verified');
     await fleet.kill(2);
     await fleet.restart(2);
     await until(() => events.some((e) => e.type === 'node-restarted'), 'the restart seen');
