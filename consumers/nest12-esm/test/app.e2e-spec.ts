@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { LockService, type RedlockEvent } from 'nest-redlock';
+import { LockService, type NodeSpec, type RedlockEvent } from 'nest-redlock';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
@@ -36,6 +36,22 @@ describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
     await app.listen(0, '127.0.0.1');
     base = await app.getUrl();
   });
+
+  /**
+   * A second instance of the app, locking on the application's own client `own`, and this
+   * one take the same item at once: one gets it (201), the other is refused (409).
+   */
+  async function contendFromSecondInstance(own: NodeSpec, item: number): Promise<void> {
+    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
+    await other.listen(0, '127.0.0.1');
+    try {
+      const otherBase = await other.getUrl();
+      const answers = await Promise.all([request(base).post(`/items/${item}`), request(otherBase).post(`/items/${item}`)]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      await other.close();
+    }
+  }
 
   afterAll(async () => {
     await app?.close();
@@ -71,15 +87,7 @@ describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
 
   it("a second instance on the application's own ioredis client (another copy) shares the lock and leaves the client open", async () => {
     const own = new AppRedis(redis!.url);
-    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
-    await other.listen(0, '127.0.0.1');
-    try {
-      const otherBase = await other.getUrl();
-      const answers = await Promise.all([request(base).post('/items/99'), request(otherBase).post('/items/99')]);
-      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
-    } finally {
-      await other.close();
-    }
+    await contendFromSecondInstance(own, 99);
     expect(own.status).toBe('ready'); // the application's client is the application's to close
     own.disconnect();
   });
@@ -88,15 +96,7 @@ describe('nest-redlock in a NestJS 12 ESM app (packed tarball)', () => {
     const own = await createClient({ url: redis!.url })
       .on('error', () => undefined)
       .connect();
-    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
-    await other.listen(0, '127.0.0.1');
-    try {
-      const otherBase = await other.getUrl();
-      const answers = await Promise.all([request(base).post('/items/98'), request(otherBase).post('/items/98')]);
-      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
-    } finally {
-      await other.close();
-    }
+    await contendFromSecondInstance(own, 98);
     expect(own.isReady).toBe(true); // the application's client is the application's to close
     await own.close();
   });
