@@ -51,6 +51,8 @@ export function describeWaiting(kind: NodeKind): void {
       const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
       // Subscribed (up front) before it waits: no extra look once the subscription is confirmed.
       await until(() => subscribed(waiter), 'the waiter subscribed');
+      // The holder subscribes up front as well, on a connection of its own: counted below.
+      await until(() => subscribed(holder), 'the holder subscribed');
       const held = await holder.acquire('wake', 10_000);
       const waiting = waiter.acquire('wake', 10_000);
       await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
