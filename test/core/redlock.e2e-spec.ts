@@ -377,10 +377,14 @@ describe('batching', () => {
 describe('restart guard', () => {
   it('does not count a node that restarted without its data inside the window', async () => {
     const uptime = async (i: number) => Number(/uptime_in_seconds:(\d+)/.exec(await raw[i]!.info('server'))![1]);
-    // Nodes that have run for a while count; the window is 1 s.
-    await until(async () => (await Promise.all([0, 1, 3, 4].map(uptime))).every((s) => s >= 1), 'nodes older than 1 s', 3000, 100);
+    // The window must outlast every step from node 2's restart to the last acquire below: with
+    // 1 s, a loaded run (KeyDB, two CPU hogs) once got longLived's acquire counted on node 2.
+    const window = 5000;
+    // Nodes that have run for longer than the window count (uptime is in whole seconds, see below).
+    const older = async () => (await Promise.all([0, 1, 3, 4].map(uptime))).every((s) => s > window / 1000);
+    await until(older, 'nodes older than the window', window + 3000, 100);
     const holder = client({ retryCount: 0 });
-    const longLived = client({ retryCount: 0, restartGuard: 1000 });
+    const longLived = client({ retryCount: 0, restartGuard: window });
     await longLived.ready();
     const a = await holder.acquire('guarded', 10_000);
     await until(() => onEveryNode(raw, 'redlock:lock:guarded'), 'the keys everywhere');
@@ -393,7 +397,7 @@ describe('restart guard', () => {
     // the node is well inside the 1 s window and must not be counted.
     await until(async () => (await uptime(2)) >= 1, 'node 2 reporting 1 s of uptime', 2000, 5);
 
-    const fresh = client({ retryCount: 0, restartGuard: 1000 });
+    const fresh = client({ retryCount: 0, restartGuard: window });
     const events: LockEvent[] = [];
     fresh.subscribe((e) => events.push(e));
     const refused = await fresh.acquire('guarded', 10_000).catch((e: unknown) => e);
