@@ -7,6 +7,7 @@ import { ACQUIRE, EXTEND } from '../../lib/core/scripts.js';
 import { glideClient } from '../support/glide.js';
 import { otherGlide } from '../support/other-glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { keysLeft } from '../support/node-stats.js';
 import { checkedCommand } from '../support/resp.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
 import { until } from '../support/until.js';
@@ -169,6 +170,67 @@ describe('Valkey GLIDE clients as nodes', () => {
     await redlock.ready();
     await Promise.all(raw.map((r) => r.script('FLUSH')));
     await (await redlock.acquire('flushed', 5000)).release();
+  });
+
+  /**
+   * Records the size of each pipeline the clients are given: their own `exec`,
+   * wrapped (the clients stay real). Returns what puts the prototype's back.
+   */
+  const watchPipelines = (clients: readonly GlideClient[], sizes: number[]) => {
+    for (const c of clients) {
+      const exec = c.exec.bind(c);
+      c.exec = ((batch, ...rest) => (
+        sizes.push((batch as unknown as { commands: unknown[] }).commands.length),
+        exec(batch, ...rest)
+      )) as typeof c.exec;
+    }
+    return () => clients.forEach((c) => delete (c as { exec?: unknown }).exec);
+  };
+
+  it('sends the commands concurrent locks send to one node in one tick as one pipeline, each command with its own reply (NOSCRIPT included)', async () => {
+    const sizes: number[] = [];
+    const own = await Promise.all(fleet.ports.map((port) => glideClient(port)));
+    watchPipelines(own, sizes);
+    try {
+      const redlock = client({ nodes: own });
+      await redlock.ready();
+      // Flushed scripts: the pipelined EVALSHAs answer NOSCRIPT one by one, and each falls back to EVAL on its own.
+      await Promise.all(raw.map((r) => r.script('FLUSH')));
+      const tokens = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => redlock.using(`piped:${i}`, 5000, async (lock) => lock.fencingToken)),
+      );
+      expect(sizes.some((n) => n > 1)).toBe(true);
+      expect(tokens.every((t) => typeof t === 'number')).toBe(true); // every lock taken, with a fencing token
+      expect(await keysLeft(raw, 'redlock:lock:*')).toEqual([]); // and every one released
+      expect(await raw[0]!.script('EXISTS', ACQUIRE.sha)).toEqual([1]);
+    } finally {
+      own.forEach((c) => c.close());
+    }
+  });
+
+  it('sends a client of another copy of the package one request per command (its Batch is not the loaded copy’s)', async () => {
+    const OtherGlideClient = await otherGlide();
+    const sizes: number[] = [];
+    const other = await Promise.all(fleet.ports.map((port) => OtherGlideClient.createClient({ addresses: [{ host: '127.0.0.1', port }] })));
+    watchPipelines(other, sizes);
+    try {
+      const ownSizes: number[] = [];
+      const unwatch = watchPipelines(glide, ownSizes);
+      try {
+        const burst = async (r: Redlock) => {
+          await r.ready(); // then whether its nodes' commands are pipelined is settled
+          await Promise.all(Array.from({ length: 16 }, (_, i) => r.using(`copy:${i}`, 5000, async () => undefined)));
+        };
+        await burst(client()); // clients of the copy the library loads: pipelined
+        expect(ownSizes.some((n) => n > 1)).toBe(true);
+        await burst(client({ nodes: other }));
+        expect(sizes).toEqual([]);
+      } finally {
+        unwatch();
+      }
+    } finally {
+      other.forEach((c) => c.close());
+    }
   });
 
   it('wakes waiters over subscriber clients made from the node client’s settings (an ACL user), and closes them with the lock client', async () => {

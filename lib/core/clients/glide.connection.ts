@@ -1,5 +1,6 @@
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
+import { GlideBatcher } from './glide-batch.js';
 import { glideScanners } from './glide-scan.js';
 import { GlideLiveness } from './glide-liveness.js';
 import { glideSubscription } from './glide-subscriber.js';
@@ -7,12 +8,14 @@ import { hostOf } from './host.js';
 
 /**
  * A Valkey GLIDE client (`GlideClient` or `GlideClusterClient` of
- * `@valkey/valkey-glide`) of any copy of the package, typed by shape: the
- * library never imports GLIDE, an optional peer the application brings.
+ * `@valkey/valkey-glide`) of any copy of the package, typed by shape: GLIDE
+ * is an optional peer the application brings, loaded only once such a client
+ * is passed, and then only to pipeline (see `GlideBatcher`).
  */
 export interface GlideClientLike {
   customCommand(args: any[], options?: any): Promise<unknown>;
   invokeScript(...args: any[]): Promise<unknown>;
+  exec?(batch: object, raiseOnError: boolean, options?: object): Promise<unknown[] | null>;
   close(errorMessage?: string): void;
 }
 
@@ -59,6 +62,8 @@ export class GlideConnection implements LockConnection {
   readonly #client: GlideClientLike;
   readonly #liveness: GlideLiveness;
   readonly #scripts: ScriptRunner;
+  /** Pipelines the commands of a tick (standalone clients of the copy the library can load). */
+  readonly #batcher: GlideBatcher;
   /** A cluster would send INFO and PING to every node and answer with a map: one node answers, as with ioredis. */
   readonly #anyNode: object;
 
@@ -68,6 +73,7 @@ export class GlideConnection implements LockConnection {
     this.identity = glideIdentity(configOf(client), this.isCluster);
     this.failsOver = !this.isCluster && (configOf(client)?.addresses?.length ?? 0) > 1;
     this.#anyNode = this.isCluster ? { ...AS_STRINGS, route: 'randomNode' } : AS_STRINGS;
+    this.#batcher = new GlideBatcher(client, AS_STRINGS);
     this.#liveness = new GlideLiveness((info) => this.command(info ? ['INFO', 'server'] : ['PING']), !this.isCluster);
     this.#scripts = {
       evalsha: (sha, numKeys, ...rest) => this.command(['EVALSHA', sha, String(numKeys), ...rest.map(String)]).catch(asNoscript),
@@ -95,16 +101,19 @@ export class GlideConnection implements LockConnection {
   }
 
   batch(): void {
-    // GLIDE already writes the requests of a tick together, and pipelines them on one connection.
+    // GLIDE writes the requests of a tick together, but pays per request: one pipeline costs far less.
+    this.#batcher.start();
   }
 
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // On a cluster, every primary: a shard added later loads a script at its first NOSCRIPT.
     const options = this.isCluster ? { ...AS_STRINGS, route: 'allPrimaries' } : AS_STRINGS;
-    return Promise.all(scripts.map((script) => this.#client.customCommand(['SCRIPT', 'LOAD', script.lua], options))).then(
+    const loaded = Promise.all(scripts.map((script) => this.#client.customCommand(['SCRIPT', 'LOAD', script.lua], options))).then(
       () => undefined,
       () => undefined,
     );
+    // And whether pipelines can be made known: once `ready()` resolves, the first burst is pipelined.
+    return Promise.all([loaded, this.#batcher.loaded]).then(() => undefined);
   }
 
   scanners(): readonly ScanStep[] {
@@ -151,9 +160,14 @@ export class GlideConnection implements LockConnection {
     this.#client.close();
   }
 
-  /** One command, replies as strings; what its failure says about the connection goes to the liveness watch. */
+  /**
+   * One command, replies as strings (in this tick's pipeline when one is being
+   * collected, which keeps the commands' order); what its failure says about
+   * the connection goes to the liveness watch.
+   */
   private command(args: string[], options: object = AS_STRINGS): Promise<unknown> {
-    return this.#client.customCommand(args, options).catch((error: unknown) => {
+    const sent = (options === AS_STRINGS && this.#batcher.add(args)) || this.#client.customCommand(args, options);
+    return sent.catch((error: unknown) => {
       this.#liveness.commandFailed(error);
       throw error;
     });
