@@ -44,6 +44,6 @@ export const scenarios = process.argv
   ?.slice(7)
   .split(',');
 export const want = (name) => !scenarios || scenarios.includes(name);
-export const isPeer = (l) => !l.startsWith('nest-redlock') && l !== 'raw';
+export const isPeer = (l) => !l.startsWith('nest-redlock') && !l.startsWith('raw');
 /** The libraries themselves, plus the variants (of nest-redlock's settings) of one kind of scenario. */
 export const MAIN = (libs, variant) => libs.filter((l) => !adapters[l].variant || adapters[l].variant === variant);

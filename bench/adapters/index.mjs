@@ -178,6 +178,49 @@ async function glideClients(urls) {
 }
 const closeGlide = async (clients) => clients.forEach((c) => c.close());
 
+/**
+ * The raw round over clients of one library: `open(urls)` makes them, `close(clients)`
+ * closes them, and `commands` sends SET NX PX, EVALSHA and SCRIPT LOAD through them.
+ */
+function rawRound(open, close, commands) {
+  return async (urls, { wait }) => {
+    const clients = await open(urls);
+    const quorum = Math.floor(urls.length / 2) + 1;
+    const lua = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+    let shas;
+    const del = (key, value) =>
+      atQuorum(
+        clients.map((c, i) => commands.evalsha(c, shas[i], key, value)),
+        quorum,
+        () => true,
+      );
+    return {
+      ready: async () => (shas = await Promise.all(clients.map((c) => commands.load(c, lua)))),
+      async acquire(key, ttl) {
+        for (let attempts = 1; ; attempts++) {
+          const value = randomBytes(20).toString('base64url');
+          if (
+            await atQuorum(
+              clients.map((c) => commands.set(c, key, value, ttl)),
+              quorum,
+              (r) => r === 'OK',
+            )
+          )
+            return { key, value, attempts };
+          await del(key, value);
+          if (!wait) throw new Error('busy');
+          await sleep(200 + Math.random() * 100);
+        }
+      },
+      release: async ({ key, value }) => {
+        if (!(await del(key, value))) throw new Error('release not confirmed by a quorum');
+      },
+      attempts: (handle) => handle.attempts,
+      close: () => close(clients),
+    };
+  };
+}
+
 /** A node-redis (`redis`, v5) client of `url`, connected, set up like the ioredis clients above (no offline queue). */
 async function nodeRedisClient(url) {
   const { createClient } = await import('redis');
@@ -308,42 +351,22 @@ export const adapters = {
    */
   raw: {
     waits: 'polling, 200 + [0,100) ms between attempts',
-    async create(urls, { wait }) {
-      const clients = await clientsFor(urls);
-      const quorum = Math.floor(urls.length / 2) + 1;
-      const lua = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-      let shas;
-      const del = (key, value) =>
-        atQuorum(
-          clients.map((c, i) => c.evalsha(shas[i], 1, key, value)),
-          quorum,
-          () => true,
-        );
-      return {
-        ready: async () => (shas = await Promise.all(clients.map((c) => c.script('LOAD', lua)))),
-        async acquire(key, ttl) {
-          for (let attempts = 1; ; attempts++) {
-            const value = randomBytes(20).toString('base64url');
-            if (
-              await atQuorum(
-                clients.map((c) => c.set(key, value, 'PX', ttl, 'NX')),
-                quorum,
-                (r) => r === 'OK',
-              )
-            )
-              return { key, value, attempts };
-            await del(key, value);
-            if (!wait) throw new Error('busy');
-            await sleep(200 + Math.random() * 100);
-          }
-        },
-        release: async ({ key, value }) => {
-          if (!(await del(key, value))) throw new Error('release not confirmed by a quorum');
-        },
-        attempts: (handle) => handle.attempts,
-        close: () => closeAll(clients),
-      };
-    },
+    create: rawRound(clientsFor, closeAll, {
+      set: (c, key, value, ttl) => c.set(key, value, 'PX', ttl, 'NX'),
+      evalsha: (c, sha, key, value) => c.evalsha(sha, 1, key, value),
+      load: (c, lua) => c.script('LOAD', lua),
+    }),
+  },
+
+  // The same floor over GLIDE clients, one request per command: what any library over GLIDE starts from.
+  'raw (GLIDE clients)': {
+    waits: 'as raw',
+    variant: 'speed',
+    create: rawRound(glideClients, closeGlide, {
+      set: (c, key, value, ttl) => c.customCommand(['SET', key, value, 'PX', String(ttl), 'NX']),
+      evalsha: (c, sha, key, value) => c.customCommand(['EVALSHA', sha, '1', key, value]),
+      load: (c, lua) => c.customCommand(['SCRIPT', 'LOAD', lua]),
+    }),
   },
 
   'node-redlock v5': {
