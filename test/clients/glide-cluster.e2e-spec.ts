@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
-import { glideClient, glideClusterClient } from '../support/glide.js';
+import { glideClient, glideClusterClient, watchPipelines } from '../support/glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
@@ -39,6 +39,17 @@ async function shardsWith(pattern: string): Promise<number> {
     }),
   );
   return counts.filter((k) => k > 0).length;
+}
+
+/** SCRIPT FLUSH on every shard: the next script each runs answers NOSCRIPT. */
+async function flushShards(): Promise<void> {
+  await Promise.all(
+    cluster.nodes.map(async (n) => {
+      const r = new Redis(n.port);
+      await r.script('FLUSH');
+      r.disconnect();
+    }),
+  );
 }
 
 describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
@@ -107,18 +118,33 @@ describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
     const redlock = new Redlock({ nodes: nodes(), retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
     try {
       await redlock.ready();
-      await Promise.all(
-        cluster.nodes.map(async (n) => {
-          const r = new Redis(n.port);
-          await r.script('FLUSH');
-          r.disconnect();
-        }),
-      );
+      await flushShards();
       for (let i = 0; i < 12; i++) await (await redlock.acquire(`flushed:${i}`, 5000)).release();
       // The cluster layout's keys, redlock:fence:{<tag>}:<resource>, on several shards: the cluster node ran them.
       expect(await shardsWith('redlock:fence:*flushed:*')).toBeGreaterThan(1);
     } finally {
       await redlock.close();
+    }
+  });
+
+  it('pipelines the commands concurrent locks send to the cluster in one tick, each routed to its shard (NOSCRIPT per shard included)', async () => {
+    const own = await glideClusterClient(cluster.seeds);
+    const sizes: number[] = [];
+    watchPipelines([own], sizes);
+    const redlock = new Redlock({ nodes: [own, ...standaloneClients], retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      await redlock.ready(); // then whether the client's commands are pipelined is settled
+      await flushShards();
+      const tokens = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => redlock.using(`piped:${i}`, 5000, async (lock) => lock.fencingToken)),
+      );
+      expect(sizes.some((n) => n > 1)).toBe(true);
+      expect(tokens.every((t) => typeof t === 'number')).toBe(true); // every lock taken, with a fencing token
+      expect(await shardsWith('redlock:fence:*piped:*')).toBeGreaterThan(1); // on several shards
+      await until(async () => (await shardsWith('redlock:lock:*piped:*')) === 0, 'every key released');
+    } finally {
+      await redlock.close();
+      own.close();
     }
   });
 

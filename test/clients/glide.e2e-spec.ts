@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, Redlock, ResourceBusyError, type LockEvent, type RedlockOptions } from '../../lib/index.js';
 import { GlideConnection, isGlide } from '../../lib/core/clients/glide.connection.js';
 import { ACQUIRE, EXTEND } from '../../lib/core/scripts.js';
-import { glideClient } from '../support/glide.js';
+import { glideClient, watchPipelines } from '../support/glide.js';
 import { otherGlide } from '../support/other-glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { keysLeft } from '../support/node-stats.js';
@@ -171,21 +171,6 @@ describe('Valkey GLIDE clients as nodes', () => {
     await Promise.all(raw.map((r) => r.script('FLUSH')));
     await (await redlock.acquire('flushed', 5000)).release();
   });
-
-  /**
-   * Records the size of each pipeline the clients are given: their own `exec`,
-   * wrapped (the clients stay real). Returns what puts the prototype's back.
-   */
-  const watchPipelines = (clients: readonly GlideClient[], sizes: number[]) => {
-    for (const c of clients) {
-      const exec = c.exec.bind(c);
-      c.exec = ((batch, ...rest) => (
-        sizes.push((batch as unknown as { commands: unknown[] }).commands.length),
-        exec(batch, ...rest)
-      )) as typeof c.exec;
-    }
-    return () => clients.forEach((c) => delete (c as { exec?: unknown }).exec);
-  };
 
   it('sends the commands concurrent locks send to one node in one tick as one pipeline, each command with its own reply (NOSCRIPT included)', async () => {
     const sizes: number[] = [];

@@ -20,3 +20,19 @@ export function glideClient(port: number, options: Partial<Parameters<typeof Gli
 export function glideClusterClient(seeds: readonly { host: string; port: number }[]): Promise<GlideClusterClient> {
   return GlideClusterClient.createClient({ addresses: seeds.map((s) => ({ ...s })), requestTimeout: GLIDE_REQUEST_TIMEOUT });
 }
+
+/**
+ * Records the number of commands of each pipeline (batch) the clients are
+ * given: their own `exec`, wrapped, so the clients stay real. Returns what
+ * puts the prototype's `exec` back.
+ */
+export function watchPipelines(clients: readonly (GlideClient | GlideClusterClient)[], sizes: number[]): () => void {
+  for (const c of clients) {
+    const exec = c.exec.bind(c) as (batch: unknown, ...rest: unknown[]) => Promise<unknown>;
+    (c as { exec: unknown }).exec = (batch: unknown, ...rest: unknown[]) => {
+      sizes.push((batch as { commands: unknown[] }).commands.length);
+      return exec(batch, ...rest);
+    };
+  }
+  return () => clients.forEach((c) => delete (c as { exec?: unknown }).exec);
+}

@@ -4,7 +4,7 @@ export interface GlideBatchRunner {
   exec?(batch: object, raiseOnError: boolean, options?: object): Promise<unknown[] | null>;
 }
 
-/** GLIDE's non-atomic `Batch` (a pipeline), as far as this file uses it. */
+/** GLIDE's non-atomic `Batch` or `ClusterBatch` (a pipeline), as far as this file uses it. */
 type BatchClass = new (isAtomic: false) => { customCommand(args: string[]): unknown };
 
 interface Queued {
@@ -14,9 +14,9 @@ interface Queued {
 }
 
 /**
- * Sends the commands of one tick to one standalone GLIDE client as one
- * pipeline (a non-atomic `Batch`): the GLIDE counterpart of corking an ioredis
- * socket. GLIDE's cost is per request far more than per command (each request
+ * Sends the commands of one tick to one GLIDE client as one pipeline (a
+ * non-atomic `Batch`, or `ClusterBatch`, whose commands GLIDE routes to their
+ * shards one by one): the GLIDE counterpart of corking an ioredis socket. GLIDE's cost is per request far more than per command (each request
  * crosses from JavaScript to its Rust core and back, protobuf both ways): in
  * one process on this project's machine, a pipeline of 16 SETs cost about a
  * third of the client CPU per command of 16 concurrent `customCommand`s.
@@ -24,8 +24,9 @@ interface Queued {
  * Batches need the `Batch` class of the package copy the client comes from.
  * The library never imports GLIDE on its own account; it loads the package
  * once a GLIDE client is passed, and batches only when that client is an
- * instance of the loaded copy's `GlideClient`. A client of another copy (or
- * one the library cannot load) gets one request per command, as before.
+ * instance of the loaded copy's `GlideClient` or `GlideClusterClient`. A
+ * client of another copy (or one the library cannot load) gets one request
+ * per command, as before.
  */
 export class GlideBatcher {
   #Batch: BatchClass | undefined;
@@ -80,14 +81,15 @@ export class GlideBatcher {
   }
 }
 
-/** The loaded GLIDE copy's `Batch`, when `client` is a standalone client of that copy. */
+/** The loaded GLIDE copy's batch class for `client`, when it is a client of that copy. */
 async function batchClassOf(client: GlideBatchRunner): Promise<BatchClass | undefined> {
   if (typeof client.exec !== 'function') return undefined;
   try {
     const loaded = (await import('@valkey/valkey-glide')) as unknown as GlideExports & { default?: GlideExports };
     const glide = typeof loaded.GlideClient === 'function' ? loaded : loaded.default;
-    const same = typeof glide?.GlideClient === 'function' && client instanceof glide.GlideClient;
-    return same && typeof glide.Batch === 'function' ? glide.Batch : undefined;
+    const of = (Client: GlideExports['GlideClient'], Batch: BatchClass | undefined) =>
+      typeof Client === 'function' && client instanceof Client && typeof Batch === 'function' ? Batch : undefined;
+    return of(glide?.GlideClient, glide?.Batch) ?? of(glide?.GlideClusterClient, glide?.ClusterBatch);
   } catch {
     return undefined; // not loadable from here: one request per command
   }
@@ -95,5 +97,7 @@ async function batchClassOf(client: GlideBatchRunner): Promise<BatchClass | unde
 
 interface GlideExports {
   GlideClient?: abstract new (...args: never[]) => object;
+  GlideClusterClient?: abstract new (...args: never[]) => object;
   Batch?: BatchClass;
+  ClusterBatch?: BatchClass;
 }

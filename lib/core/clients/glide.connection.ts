@@ -62,7 +62,7 @@ export class GlideConnection implements LockConnection {
   readonly #client: GlideClientLike;
   readonly #liveness: GlideLiveness;
   readonly #scripts: ScriptRunner;
-  /** Pipelines the commands of a tick (standalone clients of the copy the library can load). */
+  /** Pipelines the commands of a tick (clients of the copy the library can load). */
   readonly #batcher: GlideBatcher;
   /** A cluster would send INFO and PING to every node and answer with a map: one node answers, as with ioredis. */
   readonly #anyNode: object;
