@@ -394,7 +394,7 @@ describe('restart guard', () => {
     await fleet.restart(2);
     // Redis's uptime is whole seconds between two second clocks: it says 1 from the first
     // wall-clock second boundary on, however young the server. Checked at that point,
-    // the node is well inside the 1 s window and must not be counted.
+    // the node is well inside the window and must not be counted.
     await until(async () => (await uptime(2)) >= 1, 'node 2 reporting 1 s of uptime', 2000, 5);
 
     const fresh = client({ retryCount: 0, restartGuard: window });
