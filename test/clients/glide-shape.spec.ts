@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
 import { InvalidArgumentError, Redlock } from '../../lib/index.js';
 import { connectionFor } from '../../lib/core/clients/connection-for.js';
+import { GlideBatcher } from '../../lib/core/clients/glide-batch.js';
 import { isGlide } from '../../lib/core/clients/glide.connection.js';
 import { isIoredis } from '../../lib/core/clients/ioredis.connection.js';
 
@@ -46,6 +47,8 @@ describe('GLIDE clients, told by shape', () => {
     expect(connection.failsOver).toBe(true);
     expect(connectionFor(new FakeGlideClient({ addresses: [{ host: '127.0.0.1', port: 7000 }] })).connection.failsOver).toBe(false);
     expect(inspect(connection, { depth: 5, showHidden: true })).not.toContain('hunter2');
+    // Nor the part that pipelines its commands, which holds the client as well.
+    expect(inspect(new GlideBatcher(client, {}), { depth: 5, showHidden: true })).not.toContain('hunter2');
   });
 
   it('tells a cluster client by its cluster-only entry points, and names it by its seeds', () => {

@@ -30,15 +30,17 @@ interface Queued {
  * per command, as before.
  */
 export class GlideBatcher {
+  // The client's configuration holds the node's credentials: truly private, as in GlideConnection.
+  readonly #client: GlideBatchRunner;
+  readonly #options: object;
   #Batch: BatchClass | undefined;
   #queued: Queued[] | undefined;
   /** Settles (never rejects) once it is known whether batches can be made. */
   readonly loaded: Promise<void>;
 
-  constructor(
-    private readonly client: GlideBatchRunner,
-    private readonly options: object,
-  ) {
+  constructor(client: GlideBatchRunner, options: object) {
+    this.#client = client;
+    this.#options = options;
     this.loaded = batchClassOf(client).then((Batch) => void (this.#Batch = Batch));
   }
 
@@ -64,14 +66,14 @@ export class GlideBatcher {
       if (queued.length === 1) {
         // One command goes as it is: a batch of one measured about the same.
         const [only] = queued as [Queued];
-        this.client.customCommand(only.args, this.options).then(only.resolve, only.reject);
+        this.#client.customCommand(only.args, this.#options).then(only.resolve, only.reject);
         return;
       }
       if (queued.length === 0) return;
       const batch = new this.#Batch!(false);
       for (const { args } of queued) batch.customCommand(args);
       // raiseOnError false: a command's error (NOSCRIPT) comes back in its place, the others' replies stand.
-      this.client.exec!(batch, false, this.options).then((replies) => {
+      this.#client.exec!(batch, false, this.#options).then((replies) => {
         if (!Array.isArray(replies) || replies.length !== queued.length)
           return fail(new Error('GLIDE answered a pipeline with an unexpected reply'));
         queued.forEach((q, i) => (replies[i] instanceof Error ? q.reject(replies[i]) : q.resolve(replies[i])));
