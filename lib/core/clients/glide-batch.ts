@@ -1,8 +1,7 @@
+import type { GlideClientLike } from './glide.connection.js';
+
 /** A GLIDE client's part that runs batches (see `GlideBatcher`). */
-export interface GlideBatchRunner {
-  customCommand(args: string[], options?: object): Promise<unknown>;
-  exec?(batch: object, raiseOnError: boolean, options?: object): Promise<unknown[] | null>;
-}
+type GlideBatchRunner = Pick<GlideClientLike, 'customCommand' | 'exec'>;
 
 /** GLIDE's non-atomic `Batch` or `ClusterBatch` (a pipeline), as far as this file uses it. */
 type BatchClass = new (isAtomic: false) => { customCommand(args: string[]): unknown };
