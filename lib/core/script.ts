@@ -91,13 +91,30 @@ export function sendScript(
    */
   fallbackUntil = Infinity,
 ): void {
+  client.evalsha(script.sha, keys.length, ...keys, ...args).then(
+    (reply) => done(undefined, reply),
+    (error: unknown) => scriptFailed(error, client, script, keys, args, done, fallbackUntil),
+  );
+}
+
+/**
+ * EVALSHA of `sendScript` failed with `error`: on NOSCRIPT the script is sent
+ * once with EVAL (before `fallbackUntil`), which caches it; any other error is
+ * the answer. For adapters that send the EVALSHA their own way.
+ */
+export function scriptFailed(
+  error: unknown,
+  client: Pick<ScriptRunner, 'eval'>,
+  script: Script,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+  done: Done,
+  fallbackUntil: number,
+): void {
   const failed = (error: unknown) => done(error ?? new Error(`${script.name} failed`));
-  const answered = (reply: unknown) => done(undefined, reply);
-  client.evalsha(script.sha, keys.length, ...keys, ...args).then(answered, (error: unknown) => {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
-    if (performance.now() > fallbackUntil) return failed(new Error(`${error.message} (answered too late to send the script)`));
-    client.eval(script.lua, keys.length, ...keys, ...args).then(answered, failed);
-  });
+  if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
+  if (performance.now() > fallbackUntil) return failed(new Error(`${error.message} (answered too late to send the script)`));
+  client.eval(script.lua, keys.length, ...keys, ...args).then((reply) => done(undefined, reply), failed);
 }
 
 /** `sendScript` as a promise: the one promise adapter, for paths off the lock's hot path. */

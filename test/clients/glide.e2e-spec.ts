@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, Redlock, ResourceBusyError, type LockEvent, type RedlockOptions } from '../../lib/index.js';
 import { GlideConnection, isGlide } from '../../lib/core/clients/glide.connection.js';
 import { ACQUIRE, EXTEND } from '../../lib/core/scripts.js';
-import { glideClient, watchPipelines } from '../support/glide.js';
+import { glideClient, watchPipelines, watchSingles } from '../support/glide.js';
 import { otherGlide } from '../support/other-glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { keysLeft } from '../support/node-stats.js';
@@ -193,6 +193,24 @@ describe('Valkey GLIDE clients as nodes', () => {
         async () => (await Promise.all(raw.map((r) => r.script('EXISTS', ACQUIRE.sha)))).flat().every((n) => n === 1),
         'the script cached again',
       );
+    } finally {
+      own.forEach((c) => c.close());
+    }
+  });
+
+  it("sends a tick's commands to a node as one pipeline, the first one to an idle node included", async () => {
+    const own = await Promise.all(fleet.ports.map((port) => glideClient(port)));
+    try {
+      const redlock = client({ nodes: own });
+      await redlock.ready();
+      const sizes: number[] = [];
+      const singles: string[] = [];
+      watchPipelines(own, sizes);
+      watchSingles(own, singles);
+      // Two locks asked for in one tick, on idle nodes: each node gets one request of two commands.
+      const locks = await Promise.all([redlock.acquire('tick:a', 5000), redlock.acquire('tick:b', 5000)]);
+      expect({ sizes, singles }).toEqual({ sizes: own.map(() => 2), singles: [] });
+      await Promise.all(locks.map((lock) => lock.release()));
     } finally {
       own.forEach((c) => c.close());
     }

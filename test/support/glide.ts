@@ -36,3 +36,18 @@ export function watchPipelines(clients: readonly (GlideClient | GlideClusterClie
   }
   return () => clients.forEach((c) => delete (c as { exec?: unknown }).exec);
 }
+
+/**
+ * Records the command name of each request the clients are sent alone
+ * (`customCommand`, wrapped as in `watchPipelines`). Returns what puts it back.
+ */
+export function watchSingles(clients: readonly (GlideClient | GlideClusterClient)[], names: string[]): () => void {
+  for (const c of clients) {
+    const customCommand = c.customCommand.bind(c) as (args: string[], ...rest: unknown[]) => Promise<unknown>;
+    (c as { customCommand: unknown }).customCommand = (args: string[], ...rest: unknown[]) => {
+      names.push(String(args[0]));
+      return customCommand(args, ...rest);
+    };
+  }
+  return () => clients.forEach((c) => delete (c as { customCommand?: unknown }).customCommand);
+}

@@ -1,3 +1,4 @@
+import type { Done } from '../script.js';
 import type { GlideClientLike } from './glide.connection.js';
 
 /** A GLIDE client's part that runs batches (see `GlideBatcher`). */
@@ -8,8 +9,7 @@ type BatchClass = new (isAtomic: false) => { customCommand(args: string[]): unkn
 
 interface Queued {
   readonly args: string[];
-  readonly resolve: (reply: unknown) => void;
-  readonly reject: (error: unknown) => void;
+  readonly done: Done;
 }
 
 /**
@@ -43,29 +43,30 @@ export class GlideBatcher {
     this.loaded = batchClassOf(client).then((Batch) => void (this.#Batch = Batch));
   }
 
-  /** Collects the commands `add`ed from now to the end of this tick into one pipeline. */
-  start(): void {
-    if (!this.#Batch || this.#queued) return;
-    this.#queued = [];
-    process.nextTick(() => this.flush());
-  }
-
-  /** The reply to `args`, sent with this tick's pipeline; undefined when none is being collected. */
-  add(args: string[]): Promise<unknown> | undefined {
-    const queued = this.#queued;
-    if (!queued) return undefined;
-    return new Promise((resolve, reject) => queued.push({ args, resolve, reject }));
+  /**
+   * Sends `args` in this tick's pipeline (the first command of a tick starts
+   * one, sent at `process.nextTick`), `done` called once with its reply or
+   * error; false when no pipeline can be made (a client of another copy).
+   */
+  add(args: string[], done: Done): boolean {
+    if (!this.#Batch) return false;
+    if (!this.#queued) {
+      this.#queued = [];
+      process.nextTick(() => this.flush());
+    }
+    this.#queued.push({ args, done });
+    return true;
   }
 
   private flush(): void {
     const queued = this.#queued!;
     this.#queued = undefined;
-    const fail = (error: unknown) => queued.forEach((q) => q.reject(error));
+    const fail = (error: unknown) => queued.forEach((q) => q.done(error ?? new Error('GLIDE pipeline failed')));
     try {
       if (queued.length === 1) {
         // One command goes as it is: a batch of one measured about the same.
         const [only] = queued as [Queued];
-        this.#client.customCommand(only.args, this.#options).then(only.resolve, only.reject);
+        this.#client.customCommand(only.args, this.#options).then((reply) => only.done(undefined, reply), fail);
         return;
       }
       if (queued.length === 0) return;
@@ -75,7 +76,7 @@ export class GlideBatcher {
       this.#client.exec!(batch, false, this.#options).then((replies) => {
         if (!Array.isArray(replies) || replies.length !== queued.length)
           return fail(new Error('GLIDE answered a pipeline with an unexpected reply'));
-        queued.forEach((q, i) => (replies[i] instanceof Error ? q.reject(replies[i]) : q.resolve(replies[i])));
+        queued.forEach((q, i) => (replies[i] instanceof Error ? q.done(replies[i]) : q.done(undefined, replies[i])));
       }, fail);
     } catch (error) {
       fail(error); // nothing escapes the tick: every command gets an answer
