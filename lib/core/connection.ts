@@ -46,8 +46,7 @@ export interface LockConnection {
   setNx(key: string, value: string, ttl: string, done: Done): void;
   /**
    * Lets the commands sent in this tick share one write, when the client can
-   * (a corked socket); otherwise nothing. Called only while other commands are
-   * in flight, so an idle node's command is written at once.
+   * (a corked socket); otherwise nothing. Called before every lock command.
    */
   batch(): void;
   /** Loads the scripts on the current connection; never rejects (a NOSCRIPT fallback covers a failure). */

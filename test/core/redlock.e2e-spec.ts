@@ -365,9 +365,26 @@ describe('batching', () => {
       await Promise.all(locks.map((l) => l.release()));
       // Within 2 s, well before the 5 s ttl: released, not expired.
       await until(async () => (await keysLeft(raw, 'redlock:lock:many:*')).length === 0, 'no key left on any node', 2000);
-      // 128 scripts per node (64 acquires, 64 releases): the first of each burst is
-      // written alone, the rest of the burst in one write.
+      // 128 scripts per node (64 acquires, 64 releases): a burst's commands to a node share a write.
       for (const w of writes) expect(w - 2).toBeLessThanOrEqual(8);
+    } finally {
+      nodes.forEach((n) => n.disconnect());
+    }
+  });
+
+  it('the commands of one tick to an idle node share one write, the first one included', async () => {
+    const nodes = fleet.urls.map((url) => new Redis(url));
+    try {
+      await Promise.all(nodes.map((n) => n.ping()));
+      const redlock = client({ nodes, retryCount: 0 });
+      await (await redlock.acquire('warm', 5000)).release();
+      await until(() => nodes.every((n) => n.stream.writableLength === 0), 'nothing left to write');
+      const writes = countWrites(nodes);
+      // Two locks asked for in one tick, on nodes with nothing in flight.
+      const locks = await Promise.all([redlock.acquire('tick:a', 5000), redlock.acquire('tick:b', 5000)]);
+      await until(() => writes.every((w) => w >= 1), 'a write to every node');
+      expect(writes).toEqual(nodes.map(() => 1));
+      await Promise.all(locks.map((lock) => lock.release()));
     } finally {
       nodes.forEach((n) => n.disconnect());
     }

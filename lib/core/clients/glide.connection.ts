@@ -170,11 +170,7 @@ export class GlideConnection implements LockConnection {
    * error, and what a failure says about the connection goes to the liveness
    * watch. Callback style, as `sendScript`: no promise of its own on the
    * lock's hot path. The command goes in its tick's pipeline (see
-   * `GlideBatcher`), even the first command to an idle node, unlike
-   * `LockConnection.batch`: GLIDE pays per request, and a tick's first command
-   * sent alone made two requests of every pipeline (measured: 0.19 requests
-   * per cycle sent alone beside 0.19 pipelines, 64 callers). Collecting it
-   * costs a `process.nextTick`, far below a GLIDE round.
+   * `GlideBatcher`), whatever sends it: GLIDE pays per request.
    */
   private send(args: string[], options: object, done: Done): void {
     const answer: Done = (error, reply) => {
