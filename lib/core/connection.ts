@@ -39,16 +39,13 @@ export interface LockConnection {
    * NOSCRIPT (a restarted or flushed node) sends the script text once, which
    * caches it, unless `performance.now()` is past `fallbackUntil`: by then the
    * caller counted this node as timed out and may have sent the undo, which a
-   * late EVAL would overtake (leaving a key nobody holds).
+   * late EVAL would overtake (leaving a key nobody holds). The commands sent
+   * in one tick, `setNx`'s too, share one write where the client can (a corked
+   * socket, a GLIDE pipeline; node-redis writes a tick together by itself).
    */
   evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void;
   /** `SET key value PX ttl NX` (the plain protocol's acquire): `done(undefined, 'OK' | null)`. */
   setNx(key: string, value: string, ttl: string, done: Done): void;
-  /**
-   * Lets the commands sent in this tick share one write, when the client can
-   * (a corked socket); otherwise nothing. Called before every lock command.
-   */
-  batch(): void;
   /** Loads the scripts on the current connection; never rejects (a NOSCRIPT fallback covers a failure). */
   loadScripts(scripts: readonly Script[]): Promise<void>;
   /**

@@ -196,11 +196,11 @@ export class LockNode {
   /**
    * Runs `call` (a script, or SET NX) on this node and calls `done` once with its raw reply or error
    * (the call decodes it). `fallbackWithin`: ms after which a NOSCRIPT gets no EVAL (see `LockConnection.evalsha`).
-   * The connection batches the writes of this tick, so that the commands of
-   * many concurrent locks share one write; the first one too, even to a node
-   * with nothing in flight: written alone, it doubled the writes of every
-   * burst at 64 callers (a corked socket's write waits for a
-   * `process.nextTick`, no measurable latency on an uncontended lock).
+   * The connection batches the writes of this tick (see `LockConnection.evalsha`),
+   * so that the commands of many concurrent locks share one write; the first
+   * one too, even to a node with nothing in flight: written alone, it doubled
+   * the writes of every burst at 64 callers (a corked socket's write waits for
+   * a `process.nextTick`, no measurable latency on an uncontended lock).
    */
   send(call: Call<unknown>, done: Done, fallbackWithin?: number): void {
     const fallbackUntil = fallbackWithin === undefined ? Infinity : performance.now() + fallbackWithin;
@@ -227,7 +227,6 @@ export class LockNode {
    */
   private write(call: Call<unknown>, settle: Done, fallbackUntil: number): void {
     try {
-      this.connection.batch();
       const { command, keys, argv } = call;
       if (command === SET_NX) this.connection.setNx(keys[0]!, argv[0]!, argv[1]!, settle);
       else this.connection.evalsha(command as Script, keys, argv, settle, fallbackUntil);

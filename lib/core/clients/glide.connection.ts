@@ -99,10 +99,6 @@ export class GlideConnection implements LockConnection {
     this.send(['SET', key, value, 'PX', ttl, 'NX'], AS_STRINGS, done);
   }
 
-  batch(): void {
-    // Every command already goes in its tick's pipeline (see `send`).
-  }
-
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // On a cluster, every primary: a shard added later loads a script at its first NOSCRIPT.
     const options = this.isCluster ? { ...AS_STRINGS, route: 'allPrimaries' } : AS_STRINGS;

@@ -88,18 +88,24 @@ export class IoredisConnection implements LockConnection {
   }
 
   evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    this.cork();
     sendScript(this.#client, script, keys, argv, done, fallbackUntil);
   }
 
   setNx(key: string, value: string, ttl: string, done: Done): void {
+    this.cork();
     this.#client.set(key, value, 'PX', ttl, 'NX').then(
       (reply) => done(undefined, reply),
       (error: unknown) => done(error ?? new Error('SET NX failed')),
     );
   }
 
-  batch(): void {
-    // A Cluster writes to many sockets; only a standalone client's one socket can be corked.
+  /**
+   * Corks the socket until the end of this tick, so that the commands sent in
+   * it share one write, the first one too (see `LockNode.send`). A Cluster
+   * writes to many sockets; only a standalone client's one socket is corked.
+   */
+  private cork(): void {
     const stream = this.isCluster ? undefined : this.#client.stream;
     if (stream && !stream.writableCorked) {
       stream.cork();
@@ -110,7 +116,7 @@ export class IoredisConnection implements LockConnection {
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // A Cluster's shards each load a script at its first NOSCRIPT.
     if (this.isCluster) return Promise.resolve();
-    this.batch();
+    this.cork();
     return Promise.all(scripts.map((script) => this.#client.script('LOAD', script.lua))).then(
       () => undefined,
       () => undefined,

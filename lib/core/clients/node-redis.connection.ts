@@ -146,10 +146,6 @@ export class NodeRedisConnection implements LockConnection {
     return true;
   }
 
-  batch(): void {
-    // node-redis writes the commands of a tick together by itself (v4 corks its socket, v5 and later write on setImmediate).
-  }
-
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // A cluster's shards each load a script at its first NOSCRIPT.
     if (this.isCluster) return Promise.resolve();
