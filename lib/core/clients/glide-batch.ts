@@ -69,7 +69,6 @@ export class GlideBatcher {
         this.#client.customCommand(only.args, this.#options).then((reply) => only.done(undefined, reply), fail);
         return;
       }
-      if (queued.length === 0) return;
       const batch = new this.#Batch!(false);
       for (const { args } of queued) batch.customCommand(args);
       // raiseOnError false: a command's error (NOSCRIPT) comes back in its place, the others' replies stand.
