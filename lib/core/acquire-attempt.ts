@@ -35,10 +35,16 @@ export type AttemptOutcome =
  * is not taken with a positive validity (or is no longer `wanted`: the call
  * was aborted, the client closed), the undo on every node it may have set keys on.
  */
-export async function attemptAcquire(set: NodeSet, plan: AcquirePlan, driftFactor: number, wanted: () => boolean): Promise<AttemptOutcome> {
+export async function attemptAcquire(
+  set: NodeSet,
+  plan: AcquirePlan,
+  driftFactor: number,
+  wanted: () => boolean,
+  attempt: number,
+): Promise<AttemptOutcome> {
   const t0 = performance.now();
   const { nodes, quorum } = set;
-  const round = await callRound(plan.acquire(), acquireVerdict, {
+  const round = await callRound(plan.acquire(attempt), acquireVerdict, {
     nodes,
     quorum,
     timeout: plan.nodeTimeout,

@@ -42,6 +42,12 @@ export interface AcquireArgs {
    * fair waiting on, the script builds a resource's other keys from its lock key.
    */
   readonly prefixLength?: number;
+  /**
+   * Which attempt of the call this is (1 for the first), recorded in the queue
+   * entry it takes when refused: a release that hands the lock over says which
+   * attempt's entry it read (see `Turn.handedOver`).
+   */
+  readonly attempt?: number;
 }
 
 /** `taken`: the lock's token in `value` (0 without fencing); refused: a blocker's pttl, -1 (SET NX) or -3 (reserved for an earlier waiter). */

@@ -13,12 +13,12 @@ import { judgeAttempt, nextStep, SPLIT_JITTER } from './judgement.js';
 import { Lock, type LockOwner } from './lock.js';
 import type { ResolvedOptions } from './options.js';
 import type { AttemptReport } from './outcome.js';
-import { retryDelayOf } from './quorum.js';
+import { retryDelayOf, validityOf } from './quorum.js';
 import { callRound, type NodeSet } from './round.js';
 import { describeKind, mismatchIn } from './permit.js';
 import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
 import type { NodeReport } from './outcome.js';
-import { Turn } from './turn.js';
+import { Turn, type AwaitedHandOver } from './turn.js';
 import { doneVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
 
@@ -84,7 +84,14 @@ export class AcquireLoop {
     for (let attempt = 1; ; attempt++) {
       const stopped = this.stoppedFor(plan);
       if (stopped) throw fail(stopped);
-      const outcome = await attemptAcquire(set, plan, this.#host.options.driftFactor, () => !plan.signal?.aborted && !closing.isClosed);
+      const began = performance.now();
+      const outcome = await attemptAcquire(
+        set,
+        plan,
+        this.#host.options.driftFactor,
+        () => !plan.signal?.aborted && !closing.isClosed,
+        attempt,
+      );
       outcome.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
       attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
       if (outcome.taken) {
@@ -110,9 +117,54 @@ export class AcquireLoop {
         waits.counted = true;
         this.waiting++;
       }
-      const interrupted = await this.waitTurn(plan, turn, delay);
+      const awaited = turn && { attempt, eligible: this.eligible(set, outcome.reports), quorum: set.quorum, grace: plan.nodeTimeout };
+      const interrupted = await this.waitTurn(plan, turn, delay, awaited);
       if (interrupted) throw fail(interrupted);
+      const handed = awaited && this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports);
+      if (handed) {
+        turn!.stop();
+        return this.handOver(plan, handed, attempt, queuedOn);
+      }
     }
+  }
+
+  /** Per node: it refused the attempt (so got no undo from it) and is counted (not inside its restart guard). */
+  private eligible(set: NodeSet, reports: readonly NodeReport[]): boolean[] {
+    return set.nodes.map((node, i) => reports[i]?.outcome === 'busy' && !node.excluded);
+  }
+
+  /**
+   * The lock, when releases handed it over to this waiter on a quorum of the
+   * nodes that refused its last attempt (see `Turn.handedOver`). Each such key
+   * was set after that attempt began (its refusal wrote the entry the release
+   * read), with the lock's ttl: the validity is counted from `began`, as if
+   * the attempt had taken it.
+   */
+  private handedOver(
+    plan: AcquirePlan,
+    set: NodeSet,
+    turn: Turn,
+    awaited: AwaitedHandOver,
+    began: number,
+    queuedOn: readonly boolean[],
+    reports: readonly NodeReport[],
+  ): (AttemptOutcome & { taken: true }) | undefined {
+    const handed = turn.handedOver({ ...awaited, eligible: this.eligible(set, reports) });
+    if (!handed || this.stoppedFor(plan)) return undefined;
+    const elapsed = performance.now() - began;
+    const validity = validityOf(plan.ttl, elapsed, this.#host.options.driftFactor);
+    if (validity <= 0) return undefined;
+    // The release goes wherever an attempt went: the waiter leaves those queues in it.
+    return {
+      taken: true,
+      elapsed,
+      reports,
+      validity,
+      expiresAt: began + elapsed + validity,
+      token: handed.token,
+      refused: true,
+      sent: queuedOn,
+    };
   }
 
   /** Why the call must stop now, if it must: the client closed, or the caller aborted. */
@@ -123,10 +175,15 @@ export class AcquireLoop {
   }
 
   /** Waits for the retry delay, or less on a wake-up; returns the error when the client closed or the call was aborted meanwhile. */
-  private async waitTurn(plan: AcquirePlan, turn: Turn | undefined, delay: number): Promise<LockError | undefined> {
+  private async waitTurn(
+    plan: AcquirePlan,
+    turn: Turn | undefined,
+    delay: number,
+    awaited: AwaitedHandOver | undefined,
+  ): Promise<LockError | undefined> {
     const stop = this.#host.closing.stopOnClose(plan.signal);
     try {
-      await (turn ? turn.wait(delay, stop.signal) : sleep(delay, undefined, { signal: stop.signal }));
+      await (turn ? turn.wait(delay, stop.signal, awaited) : sleep(delay, undefined, { signal: stop.signal }));
       return undefined;
     } catch {
       return this.#host.closing.isClosed ? new ClientClosedError(plan.names) : new LockAbortedError(plan.names, plan.signal?.reason);

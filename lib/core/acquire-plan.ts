@@ -52,8 +52,8 @@ export interface AcquirePlan {
   readonly deadline: number;
   /** Counters are kept this long, ms; 0: fencing off. */
   readonly retention: number;
-  /** The acquire of one attempt (made per attempt: the fencing floor is read from the clock). */
-  readonly acquire: () => Call<AcquireReply>;
+  /** The acquire of attempt `attempt` (made per attempt: the fencing floor is read from the clock). */
+  readonly acquire: (attempt: number) => Call<AcquireReply>;
   /** The undo of a failed attempt: a waiter keeps its place, and its undo does not wake it. */
   readonly undo: () => Call<number>;
   /** Fencing phase 2: raise the counters to `token` where the lock is still held. */
@@ -132,7 +132,7 @@ export function planAcquire(
     keys,
     acquire: plain
       ? () => SET_NX.call(locks, { value, ttl: lockTtl })
-      : () => ACQUIRE.call(locks, { value, ttl: lockTtl, fair: queueing, prefixLength, fencing: fencing() }),
+      : (attempt) => ACQUIRE.call(locks, { value, ttl: lockTtl, fair: queueing, prefixLength, fencing: fencing(), attempt }),
     // Made only for an attempt that failed: most never need one.
     undo: () => RELEASE.call(locks, { value, fair: fair ? { prefixLength, undoneBy: waiter } : undefined }),
     confirm: (token) => CONFIRM_TOKEN.call(keys.confirm(), { value, token, locks: locks.length, retention }),

@@ -11,7 +11,7 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  * Take every lock key, or none, respecting the wait queue.
  * KEYS: the n lock keys, nothing else. ARGV: value, ttl ms, the queue spec
  * ('' = fair waiting off; '-' = on, without joining the queue; else 'waiter-id
- * first-attempt-ms entry-ttl-ms', joining it when refused); then, when fencing
+ * first-attempt-ms entry-ttl-ms attempt', joining it when refused); then, when fencing
  * or fair waiting is on, the key prefix's length in bytes; then, only when
  * fencing is on, the counters' retention ms and the acquiring client's clock in
  * µs. A resource's other keys (its fence counter, queue and queue deadlines) are
@@ -52,9 +52,9 @@ if ARGV[4] then
     end
   end
 end
--- The waiter's id, first-attempt time and entry ttl, read from the spec only on
--- the paths that need them (a queue that is not empty, or joining it).
-local waiter, since, entryTtl
+-- The waiter's id, first-attempt time, entry ttl and attempt number, read from
+-- the spec only on the paths that need them (a queue that is not empty, or joining it).
+local waiter, since, entryTtl, attempt
 -- If every key already holds this value, an earlier run took them (ioredis may
 -- send a command twice after a reconnect, or an earlier attempt's undo was lost
 -- with its connection): answer the same without raising counters, and set them
@@ -93,14 +93,14 @@ if fair and not blocker and mine < n then
     local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if head and spec ~= '-' and not waiter then
-      waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$')
+      waiter, since, entryTtl, attempt = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$')
     end
     while head and head ~= waiter do
       if not now then
         local t = redis.call('TIME')
         now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
       end
-      if tonumber(redis.call('HGET', d, head) or '0') >= now then
+      if tonumber(string.match(redis.call('HGET', d, head) or '0', '^%S+')) >= now then
         reserved = true
         break
       end
@@ -114,7 +114,7 @@ if fair and not blocker and mine < n then
 end
 if blocker or reserved then
   if fair and spec ~= '-' then
-    if not waiter then waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$') end
+    if not waiter then waiter, since, entryTtl, attempt = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$') end
     if not now then
       local t = redis.call('TIME')
       now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -124,10 +124,17 @@ if blocker or reserved then
     -- behind, every other waiter for good.
     local at = tonumber(since)
     if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
+    -- The entry: when it goes stale; for a lock of one resource, then what a
+    -- release needs to hand the lock over to this waiter (see GRANT): ttl,
+    -- attempt, counter retention and floor ('0 0' with fencing off), value.
+    local entry = string.format('%.0f', now + tonumber(entryTtl))
+    if n == 1 then
+      entry = entry .. ' ' .. ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. value
+    end
     for i = 1, n do
       local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)
-      redis.call('HSET', d, waiter, now + tonumber(entryTtl))
+      redis.call('HSET', d, waiter, entry)
       redis.call('PEXPIRE', q, entryTtl)
       redis.call('PEXPIRE', d, entryTtl)
     end
@@ -178,8 +185,8 @@ return {1, token}
 `,
   {
     // Every argument costs on both ends: the layout is told by the counts, not by flags.
-    argv: ({ value, ttl, fair, fencing, prefixLength }: AcquireArgs) => {
-      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl}` : '-';
+    argv: ({ value, ttl, fair, fencing, prefixLength, attempt }: AcquireArgs) => {
+      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl} ${attempt ?? 1}` : '-';
       if (fencing) return [value, String(ttl), spec, String(prefixLength), String(fencing.retention), String(fencing.floor)];
       return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
     },
@@ -298,10 +305,50 @@ export interface ReleaseArgs {
 }
 
 /**
+ * Lua: the hand-over of a freed resource to its first waiter, for RELEASE and
+ * LEAVE_QUEUE. `grant(lockKey, fenceKey, deadlines, head, channel)`: when the
+ * lock key is free and the head's entry is fresh and carries a hand-over (a
+ * waiter for this one resource, see ACQUIRE), the key is set to the waiter's
+ * value with its ttl, the fencing counter raised as ACQUIRE raises it (above
+ * the counter, at least the floor the waiter's attempt sent), and
+ * '<head> <attempt> <token>' published on the waiter's channel: the waiter
+ * holds the lock where a majority of nodes said so (see `Turn.handedOver`),
+ * with no attempt of its own. Otherwise the head is only woken ('<head>').
+ * The key is set on an empty key only (NX): what it held was deleted in the
+ * same script, so lifetimes of two holders' keys on a node stay disjoint, as
+ * with SET NX.
+ */
+const GRANT = `
+local function grant(lockKey, fenceKey, d, head, channel)
+  local e = redis.call('HGET', d, head)
+  local deadline, ttl, attempt, retention, floor, v
+  if e then deadline, ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) (%S+) (.*)$') end
+  if v then
+    local t = redis.call('TIME')
+    if tonumber(deadline) < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then v = nil end
+  end
+  if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
+    local token = '0'
+    if retention ~= '0' then
+      token = floor
+      local c = tonumber(redis.call('SET', fenceKey, floor, 'PX', retention, 'GET') or '')
+      if c and c >= tonumber(floor) then
+        token = string.format('%.0f', c + 1)
+        redis.call('SET', fenceKey, token, 'PX', retention)
+      end
+    end
+    redis.call('PUBLISH', channel, head .. ' ' .. attempt .. ' ' .. token)
+  else
+    redis.call('PUBLISH', channel, head)
+  end
+end
+`;
+
+/**
  * Compare-and-delete: delete only the keys that hold this value; where a key
- * was deleted and waiters queue for it, publish the first waiter's id on its
- * client's channel (`<prefix>wake:` followed by the id's part before the first
- * '.') to wake it without polling. A holder that had queued for the lock
+ * was deleted and waiters queue for it, hand it over to the first waiter, or
+ * wake it (see GRANT) on its client's channel (`<prefix>wake:` followed by the
+ * id's part before the first '.'), without polling. A holder that had queued for the lock
  * leaves the queues here (ARGV[3], absent or '' when it never queued): it
  * stays their head while it holds the lock, which changes nothing (the key
  * refuses everyone), and costs no round of its own.
@@ -316,7 +363,7 @@ export interface ReleaseArgs {
  */
 export const RELEASE = defineScript(
   'release',
-  `
+  `${GRANT}
 local value = ARGV[1]
 local deleted = 0
 if #ARGV == 1 then
@@ -342,7 +389,9 @@ for i = 1, #KEYS do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if head and head ~= ARGV[4] then redis.call('PUBLISH', base .. 'wake:' .. string.match(head, '^[^.]*'), head) end
+    if head and head ~= ARGV[4] then
+      grant(KEYS[i], base .. 'fence:' .. rest, base .. 'queue-deadlines:' .. rest, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
+    end
   end
 end
 return deleted
@@ -361,20 +410,35 @@ return deleted
 );
 
 /**
- * A waiter that gave up leaves the queues; if it was first, the next waiter is
- * woken, as by RELEASE (the resource may be free and reserved for the leaver).
- * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake channel prefix.
+ * A waiter that gave up leaves the queues. A lock a release handed over to it
+ * (GRANT) and it never took up is deleted (its entry holds the value). If it was
+ * first, or its handed-over key was deleted, the next waiter is handed the
+ * resource or woken, as by RELEASE (it may be free and reserved for the leaver).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake
+ * channel prefix (`<prefix>wake:`: the lock and counter keys are built from it
+ * and the queue key, as ACQUIRE builds its keys).
  */
 export const LEAVE_QUEUE = defineScript(
   'leave-queue',
-  `
+  `${GRANT}
+local base = string.sub(ARGV[2], 1, #ARGV[2] - 5)
 for i = 1, #KEYS, 2 do
-  local first = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
-  redis.call('ZREM', KEYS[i], ARGV[1])
-  redis.call('HDEL', KEYS[i + 1], ARGV[1])
-  if first == ARGV[1] then
-    local head = redis.call('ZRANGE', KEYS[i], 0, 0)[1]
-    if head then redis.call('PUBLISH', ARGV[2] .. string.match(head, '^[^.]*'), head) end
+  local q, d = KEYS[i], KEYS[i + 1]
+  local rest = string.sub(q, #base + 7)
+  local lockKey = base .. 'lock:' .. rest
+  local first = redis.call('ZRANGE', q, 0, 0)[1]
+  local e = redis.call('HGET', d, ARGV[1])
+  redis.call('ZREM', q, ARGV[1])
+  redis.call('HDEL', d, ARGV[1])
+  local freed = false
+  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ %S+ (.*)$')
+  if v and redis.call('GET', lockKey) == v then
+    redis.call('DEL', lockKey)
+    freed = true
+  end
+  if first == ARGV[1] or freed then
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if head then grant(lockKey, base .. 'fence:' .. rest, d, head, ARGV[2] .. string.match(head, '^[^.]*')) end
   end
 end
 return 1

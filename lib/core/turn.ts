@@ -1,29 +1,42 @@
-import type { WakeNotifier } from './wake-notifier.js';
+import type { Grant, WakeNotifier } from './wake-notifier.js';
+
+/** What a wait follows: the attempt, and which nodes' hand-overs of it may count (see `Turn.handedOver`). */
+export interface AwaitedHandOver {
+  readonly attempt: number;
+  readonly eligible: readonly boolean[];
+  readonly quorum: number;
+  /** How long to wait for the rest of a quorum of hand-overs once one came, ms. */
+  readonly grace: number;
+}
 
 /**
  * One waiting acquisition's turn-taking: waits for the retry delay, or less
  * when a release names this waiter. A wake-up that arrives during an attempt
- * is kept for the next wait, so it is never lost to timing.
+ * is kept for the next wait, so it is never lost to timing. A release that
+ * hands the lock over (GRANT in scripts.ts) is recorded per node: once a
+ * quorum of them came, the wait ends and `handedOver` says so.
  */
 export class Turn {
   private wake: (() => void) | undefined;
   private woken = false;
   private readonly unwatch: () => void;
+  /** Per node, the last hand-over it announced to this waiter. */
+  private readonly grants: (Grant | undefined)[] = [];
+  private awaited: AwaitedHandOver | undefined;
+  private grace: ReturnType<typeof setTimeout> | undefined;
 
   /** `lookAgain`: the caller already made an attempt (see `WakeNotifier.watch`). */
   constructor(notifier: WakeNotifier, waiter: string, lookAgain: boolean) {
-    this.unwatch = notifier.watch(
-      waiter,
-      () => {
-        if (this.wake) this.wake();
-        else this.woken = true;
-      },
-      lookAgain,
-    );
+    this.unwatch = notifier.watch(waiter, (node, grant) => this.heard(node, grant), lookAgain);
   }
 
-  /** Resolves after `delay` ms or at a wake-up; rejects when `signal` aborts. */
-  wait(delay: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves after `delay` ms, at a wake-up, or once the hand-overs of
+   * `awaited.attempt` reached a quorum (or one came and the grace ran out:
+   * the next attempt finds the lock where it was handed over); rejects when
+   * `signal` aborts.
+   */
+  wait(delay: number, signal?: AbortSignal, awaited?: AwaitedHandOver): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       if (this.woken) {
@@ -32,8 +45,11 @@ export class Turn {
       }
       const finish = () => {
         clearTimeout(timer);
+        clearTimeout(this.grace);
         signal?.removeEventListener('abort', abort);
         this.wake = undefined;
+        this.awaited = undefined;
+        this.grace = undefined;
       };
       const abort = () => {
         finish();
@@ -42,11 +58,55 @@ export class Turn {
       const timer = setTimeout(() => (finish(), resolve()), delay);
       signal?.addEventListener('abort', abort, { once: true });
       this.wake = () => (finish(), resolve());
+      this.awaited = awaited;
     });
+  }
+
+  /**
+   * The token when nodes that refused attempt `attempt` (`eligible`) handed the
+   * lock over to this waiter on a quorum, with that many announcing the highest
+   * token (as the fencing phase 2 skips its round: see `confirmToken`);
+   * undefined otherwise.
+   *
+   * Why only those nodes: a node that refused the attempt got no undo from
+   * it, and the waiter sends nothing between its attempts, so a key handed
+   * over there stays until its ttl. A node the attempt took (then undone) or
+   * did not hear from within the node timeout may run that undo after a
+   * hand-over, deleting the key. And the attempt number rules out an older
+   * hand-over's message, read late: the entry it came from was replaced by
+   * the attempt's refusal.
+   */
+  handedOver({ attempt, eligible, quorum }: Omit<AwaitedHandOver, 'grace'>): { token: number } | undefined {
+    let token = -1;
+    let agree = 0;
+    let count = 0;
+    for (let i = 0; i < this.grants.length; i++) {
+      const grant = this.grants[i];
+      if (!grant || grant.attempt !== attempt || !eligible[i]) continue;
+      count++;
+      if (grant.token > token) {
+        token = grant.token;
+        agree = 1;
+      } else if (grant.token === token) agree++;
+    }
+    return count >= quorum && agree >= quorum ? { token } : undefined;
   }
 
   stop(): void {
     this.unwatch();
+    clearTimeout(this.grace);
     this.wake = undefined;
+  }
+
+  private heard(node: number | undefined, grant: Grant | undefined): void {
+    if (node !== undefined && grant) this.grants[node] = grant;
+    const { wake, awaited } = this;
+    if (!wake) {
+      this.woken = true;
+      return;
+    }
+    if (!grant || !awaited || grant.attempt !== awaited.attempt || this.handedOver(awaited)) return wake();
+    // The other nodes' hand-overs follow within moments, unless a node missed the release.
+    this.grace ??= setTimeout(wake, awaited.grace);
   }
 }

@@ -1,15 +1,26 @@
 import type { Subscription } from './connection.js';
 import type { LockNode } from './node.js';
 
-type Wake = () => void;
+/** A release handed the lock over to the waiter on one node (see GRANT in scripts.ts). */
+export interface Grant {
+  /** The attempt whose queue entry the release read. */
+  readonly attempt: number;
+  /** The fencing token the node issued (0 with fencing off). */
+  readonly token: number;
+}
+
+/** Called for each message naming the waiter: `node` is the index of the node it came from; `grant` when it hands the lock over. */
+export type Wake = (node?: number, grant?: Grant) => void;
 
 /**
- * Wakes waiting acquisitions when a holder releases, instead of polling.
+ * Wakes waiting acquisitions when a holder releases, instead of polling, and
+ * tells them when the release handed them the lock.
  *
  * Each lock client has a channel of its own, `<prefix>wake:<client id>`, and a
  * waiter's id starts with its client's id. The release script reads the first
  * waiter of the resource's queue and publishes that id on that waiter's
- * client's channel: only the process that must act is woken (a channel per
+ * client's channel, followed by the attempt and token when it handed the lock
+ * over (GRANT in scripts.ts): only the process that must act is woken (a channel per
  * resource would wake every waiting process on every release, which under
  * contention costs more than the hand-off itself). One subscriber connection
  * per node, opened on the first wait and kept until `close()`. Polling stays
@@ -70,11 +81,21 @@ export class WakeNotifier {
     this.ready = false;
   }
 
+  /** A message from node `node`: '<waiter>' (a wake-up) or '<waiter> <attempt> <token>' (a hand-over). */
+  private deliver(node: number, message: string): void {
+    const space = message.indexOf(' ');
+    if (space < 0) return this.waiters.get(message)?.(node);
+    const wake = this.waiters.get(message.slice(0, space));
+    if (!wake) return;
+    const second = message.indexOf(' ', space + 1);
+    wake(node, { attempt: Number(message.slice(space + 1, second)), token: Number(message.slice(second + 1)) });
+  }
+
   private subscribe(): Promise<void> {
     if (this.confirmed) return this.confirmed;
     // Closed: no connection is opened again (it would keep the process alive).
     if (this.#closed) return Promise.resolve();
-    this.#subscriptions = this.#nodes.map((node) => node.connection.subscribe(this.channel, (waiter) => this.waiters.get(waiter)?.()));
+    this.#subscriptions = this.#nodes.map((node, i) => node.connection.subscribe(this.channel, (message) => this.deliver(i, message)));
     const confirmed = Promise.all(this.#subscriptions.map((s) => s.confirmed)).then(() => {
       if (this.confirmed === confirmed) this.ready = true;
     });

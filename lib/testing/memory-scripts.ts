@@ -55,6 +55,7 @@ interface AcquireCall {
   readonly waiter?: string;
   readonly since?: string;
   readonly entryTtl?: string;
+  readonly attempt?: string;
 }
 
 function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireCall {
@@ -62,8 +63,8 @@ function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireC
   const fair = spec !== '';
   const fencing = ARGV[3] !== undefined;
   const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 2 : 0));
-  const [waiter, since, entryTtl] = spec === '-' ? [] : spec.split(' ');
-  return { value: ARGV[0]!, ttl: ARGV[1]!, fair, fencing, n, q0: fencing ? 2 * n : n, waiter, since, entryTtl };
+  const [waiter, since, entryTtl, attempt] = spec === '-' ? [] : spec.split(' ');
+  return { value: ARGV[0]!, ttl: ARGV[1]!, fair, fencing, n, q0: fencing ? 2 * n : n, waiter, since, entryTtl, attempt };
 }
 
 /** Resource `i`'s queue and its deadlines (Lua's 1-based i). */
@@ -97,7 +98,7 @@ function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall
     for (;;) {
       const head = ops.zfirst(q);
       if (head === undefined || head === call.waiter) break;
-      if ((luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) return true;
+      if (deadlineOf(ops.hget(d, head)) >= ops.clockMs()) return true;
       ops.zrem(q, head);
       ops.hdel(d, head);
     }
@@ -105,17 +106,35 @@ function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall
   return false;
 }
 
+/** A queue entry's deadline: its leading number (a mutex waiter's hand-over follows it). */
+function deadlineOf(entry: string | null): number {
+  return luaNumber(entry?.split(' ', 1)[0]) ?? 0;
+}
+
+/** A queue entry's hand-over (see GRANT), when it carries one. */
+function handOverOf(
+  entry: string | null,
+): { deadline: number; ttl: string; attempt: string; retention: string; floor: string; value: string } | undefined {
+  const match = entry === null ? null : /^(\S+) (\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(entry);
+  if (!match) return undefined;
+  const [, deadline, ttl, attempt, retention, floor, value] = match;
+  return { deadline: Number(deadline), ttl: ttl!, attempt: attempt!, retention: retention!, floor: floor!, value: value! };
+}
+
 /** A refused waiter queues on every resource, at its first-attempt time within a second of the node's clock. */
-function joinQueues(ops: Ops, KEYS: readonly string[], call: AcquireCall): void {
+function joinQueues(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], call: AcquireCall): void {
   const waiter = call.waiter!;
   const ttl = Number(call.entryTtl);
   const now = ops.clockMs();
   const at = Number(call.since);
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
+  // The deadline; for a lock of one resource, the hand-over after it (ARGV without the prefix length).
+  let entry = formatInteger(now + ttl);
+  if (call.n === 1) entry += ` ${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} ${call.value}`;
   for (let i = 1; i <= call.n; i++) {
     const [q, d] = queueKeys(KEYS, call, i);
     ops.zaddNx(q, position, waiter);
-    ops.hset(d, waiter, String(ops.clockMs() + ttl));
+    ops.hset(d, waiter, entry);
     ops.pexpire(q, call.entryTtl!);
     ops.pexpire(d, call.entryTtl!);
   }
@@ -182,7 +201,7 @@ const acquire: Implementation = (ops, sentKeys, sentArgv) => {
   const { mine, blocker } = scanLocks(ops, KEYS, call);
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, KEYS, call);
   if (blocker !== undefined || reserved) {
-    if (call.fair && call.waiter !== undefined) joinQueues(ops, KEYS, call);
+    if (call.fair && call.waiter !== undefined) joinQueues(ops, KEYS, ARGV, call);
     return blocker !== undefined ? [0, ops.pttl(KEYS[blocker]!)] : [0, -3];
   }
   for (let i = 0; i < call.n; i++) ops.set(KEYS[i]!, call.value, call.ttl);
@@ -244,21 +263,52 @@ const release: Implementation = (ops, locks, sentArgv) => {
       }
       if (freed) {
         const head = ops.zfirst(q);
-        if (head !== undefined && head !== ARGV[3]) ops.publish(wakeChannel(ARGV[1]!, head), head);
+        if (head !== undefined && head !== ARGV[3]) {
+          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), KEYS[n + 2 * i - 1]!, head, wakeChannel(ARGV[1]!, head));
+        }
       }
     }
   }
   return deleted;
 };
 
+/**
+ * GRANT: hands a free lock key over to the head of its queue when the head's
+ * entry is fresh and carries a hand-over, raising the counter as ACQUIRE does;
+ * else only wakes the head.
+ */
+function grant(ops: Ops, lockKey: string, fenceKey: string, deadlines: string, head: string, channel: string): void {
+  const entry = handOverOf(ops.hget(deadlines, head));
+  if (!entry || entry.deadline < ops.clockMs() || ops.get(lockKey) !== null) {
+    ops.publish(channel, head);
+    return;
+  }
+  ops.set(lockKey, entry.value, entry.ttl);
+  let token = '0';
+  if (entry.retention !== '0') {
+    const c = luaNumber(ops.get(fenceKey));
+    token = c !== undefined && c >= Number(entry.floor) ? formatInteger(c + 1) : entry.floor;
+    ops.set(fenceKey, token, entry.retention);
+  }
+  ops.publish(channel, `${head} ${entry.attempt} ${token}`);
+}
+
 const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
+  // The lock and counter keys, built from the wake prefix and the queue key as the script does.
+  const base = ARGV[1]!.slice(0, -'wake:'.length);
   for (let i = 0; i < KEYS.length; i += 2) {
-    const first = ops.zfirst(KEYS[i]!);
-    ops.zrem(KEYS[i]!, ARGV[0]!);
-    ops.hdel(KEYS[i + 1]!, ARGV[0]!);
-    if (first === ARGV[0]) {
-      const head = ops.zfirst(KEYS[i]!);
-      if (head !== undefined) ops.publish(wakeChannel(ARGV[1]!, head), head);
+    const [q, d] = [KEYS[i]!, KEYS[i + 1]!];
+    const rest = q.slice(base.length + 'queue:'.length);
+    const lockKey = `${base}lock:${rest}`;
+    const first = ops.zfirst(q);
+    const entry = handOverOf(ops.hget(d, ARGV[0]!));
+    ops.zrem(q, ARGV[0]!);
+    ops.hdel(d, ARGV[0]!);
+    const freed = entry !== undefined && ops.get(lockKey) === entry.value;
+    if (freed) ops.del(lockKey);
+    if (first === ARGV[0] || freed) {
+      const head = ops.zfirst(q);
+      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, d, head, wakeChannel(ARGV[1]!, head));
     }
   }
   return 1;
@@ -293,13 +343,13 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '9ad3d4b625c2715e9d790ef6fb1d3d808263fda4',
+  acquire: '2985782985f98e26ca531818b3f5c90b5d5b8d25',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
+  inspect: 'd6ba868b14ac6c4a73d8178439c68f9e982fb80a',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'fcc8712f2e188b6a460e2149a783cb4bd050ce52',
-  'leave-queue': '98625b4460d6319d6b79f73a7af14a397a819057',
+  release: 'af31288912947658923167c67a7d900e639bc19c',
+  'leave-queue': '83c646b574995aa4adb5514c34328ca3c2c4b609',
   'force-release': 'bddb0d65fc7157f997c944a7b2096dd67d262a61',
   'permit-acquire': 'ed8b2ab29f167f4cf4f4b4a6753b08e4fc221de0',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',

@@ -158,6 +158,30 @@ export function describeWaiting(kind: NodeKind): void {
       await held.release();
     });
 
+    it('leaves no key behind when it gives up after a release handed it the lock', async () => {
+      const holder = client();
+      const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+      await until(() => subscribed(waiter), 'the waiter subscribed');
+      // It never hears of the hand-over: its subscriptions are closed.
+      (waiter as unknown as { notifier: { close(): void } }).notifier.close();
+      const held = await holder.acquire('unheard', 10_000);
+      const controller = new AbortController();
+      const waiting = waiter.acquire('unheard', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+      // Its second attempt (the look again when its subscriptions are "confirmed") queued it on every node.
+      const entries = () => Promise.all(raw.map((r) => r.hvals('redlock:queue-deadlines:unheard')));
+      await until(async () => (await entries()).every((e) => e.length === 1 && e[0]!.split(' ')[2] === '2'), 'queued by attempt 2');
+      await until(() => onEveryNode(raw, 'redlock:lock:unheard'), 'the holder on every node');
+      const holderValue = await raw[0]!.get('redlock:lock:unheard');
+      await held.release();
+      // Handed over: the key holds another value (the waiter's) on every node.
+      const values = () => Promise.all(raw.map((r) => r.get('redlock:lock:unheard')));
+      await until(async () => (await values()).every((v) => v !== null && v !== holderValue), 'the lock handed over on every node');
+      controller.abort();
+      expect(await waiting).toBeInstanceOf(LockAbortedError);
+      await until(async () => (await keysLeft(raw, 'redlock:lock:*')).length + (await queueKeysLeft()).length === 0, 'no key left', 2000);
+      await (await holder.acquire('unheard', 10_000, { retryCount: 0 })).release();
+    });
+
     it('leaves the queue when it gives up before its first wait (acquireTimeout shorter than the retry delay)', async () => {
       const holder = client();
       const held = await holder.acquire('brief', 10_000);

@@ -151,15 +151,17 @@ describe('MemoryRedisNode', () => {
     node.down();
     await expect(subscriber.subscribe('redlock:wake:c1')).rejects.toThrow(/is down/);
     node.up();
-    // A release publishes the first waiter's id on its client's channel.
+    // A release hands the lock over to the first waiter, and says so on its client's channel.
     await node.set('redlock:lock:r', 'holder', 'PX', 5000);
-    // Waiter w1 finds it held and queues (no fencing; the script builds the queue keys from the lock key and the prefix's length).
-    const queued = await node.eval(ACQUIRE.lua, 1, 'redlock:lock:r', 'w1-value', 1000, `c1.w1 ${Date.now()} 5000`, 8);
+    // Waiter w1 finds it held and queues at its attempt 3 (no fencing; the script builds the queue keys from the lock key and the prefix's length).
+    const queued = await node.eval(ACQUIRE.lua, 1, 'redlock:lock:r', 'w1-value', 1000, `c1.w1 ${Date.now()} 5000 3`, 8);
     expect(queued).toEqual([0, expect.any(Number)]);
     expect(await node.zcard('redlock:queue:r')).toBe(1);
     expect(await node.eval(RELEASE.lua, 1, 'redlock:lock:r', 'holder', 8)).toBe(1);
-    await until(() => messages.length > 0, 'the wake-up message');
-    expect(messages).toEqual(['redlock:wake:c1:c1.w1']);
+    await until(() => messages.length > 0, 'the hand-over message');
+    // The waiter, the attempt whose entry the release read, the token (0: fencing off).
+    expect(messages).toEqual(['redlock:wake:c1:c1.w1 3 0']);
+    expect(await node.get('redlock:lock:r')).toBe('w1-value');
   });
 
   it('simulates a hung node: commands wait until resume(), the quorum decides without it', async () => {

@@ -72,8 +72,10 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     // Waiters of two clients: a release wakes the first waiter on its client's channel.
     const channels = ['d:wake:c1', 'd:wake:c2'];
     const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
-    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(`${c} ${m}`));
-    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(`${c} ${m}`));
+    // A hand-over's message carries a fencing token: a clock reading where a counter was reborn.
+    const message = (c: string, m: string) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`;
+    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
+    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
     await redisSubscriber.subscribe(...channels);
     await memorySubscriber.subscribe(...channels);
 
@@ -116,7 +118,7 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
           const fair = random() < 0.7;
           // First-attempt times from a small set: ties in the queue are ordered by waiter id.
           const waiter = fair ? pick([...waiters, '-']) : '';
-          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000`;
+          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${base + pick([0, 0, 1, 2])} 20000 ${pick([1, 2])}`;
           // The lock keys only, and the prefix's length ('d:') when the script must build the others.
           const layout = fencing ? [2, 60_000, (base + pick([0, 7])) * 1000] : fair ? [2] : [];
           const args = [value, pick([30_000, 100_000]), spec, ...layout];
@@ -193,6 +195,8 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
     expect(published.memory).toEqual(published.redis);
     expect(published.redis.length).toBeGreaterThan(0);
+    // Hand-overs ('<channel> <waiter> <attempt> <token>') among them, not only wake-ups.
+    expect(published.redis.some((m) => m.split(' ').length === 4)).toBe(true);
     memorySubscriber.disconnect();
   });
 });
