@@ -103,15 +103,16 @@ export class AcquireLoop {
       const mismatch = kindMismatch(plan, outcome.reports);
       if (mismatch) throw fail(mismatch);
       const judged = judgeAttempt(outcome.reports, set.quorum, outcome.reachedQuorum);
-      const error =
+      // Built only to be thrown: an error's stack trace costs more than the rest of a refused attempt's bookkeeping.
+      const error = () =>
         judged.kind === 'busy'
           ? new ResourceBusyError(plan.names, attempts, judged.split)
           : new QuorumUnreachableError('acquire', plan.names, attempts, set.quorum);
       const step = nextStep(judged, attempt, plan.retry.retryCount);
-      if (step === 'give-up') throw fail(error);
+      if (step === 'give-up') throw fail(error());
       const { retryDelay, retryJitter } = plan.retry;
       const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
-      if (performance.now() + delay >= plan.deadline) throw fail(error);
+      if (performance.now() + delay >= plan.deadline) throw fail(error());
       if (plan.waiter && !turn) turn = new Turn(notifier, plan.waiter, true);
       if (!waits.counted) {
         waits.counted = true;
