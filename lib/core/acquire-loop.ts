@@ -96,7 +96,7 @@ export class AcquireLoop {
       attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
       if (outcome.taken) {
         turn?.stop();
-        return this.handOver(plan, outcome, attempt, queuedOn);
+        return this.handOver(plan, outcome, attempt, queuedOn, false);
       }
       const stoppedNow = this.stoppedFor(plan);
       if (stoppedNow) throw fail(stoppedNow);
@@ -124,7 +124,7 @@ export class AcquireLoop {
       const handed = awaited && this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports);
       if (handed) {
         turn!.stop();
-        return this.handOver(plan, handed, attempt, queuedOn);
+        return this.handOver(plan, handed, attempt, queuedOn, true);
       }
     }
   }
@@ -194,7 +194,13 @@ export class AcquireLoop {
   }
 
   /** The attempt took the lock: it is held, and handed to the caller. */
-  private handOver(plan: AcquirePlan, outcome: AttemptOutcome & { taken: true }, attempt: number, queuedOn: readonly boolean[]): Lock {
+  private handOver(
+    plan: AcquirePlan,
+    outcome: AttemptOutcome & { taken: true },
+    attempt: number,
+    queuedOn: readonly boolean[],
+    handedOver: boolean,
+  ): Lock {
     const { owner, options, locks, emit, listening } = this.#host;
     const lock = new Lock(owner, {
       id: plan.id,
@@ -237,6 +243,7 @@ export class AcquireLoop {
       attempts: attempt,
       elapsed: performance.now() - plan.started,
       fencingToken: lock.fencingToken,
+      handedOver,
     });
     return lock;
   }

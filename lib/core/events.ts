@@ -21,6 +21,8 @@ export interface LockAcquiredEvent extends HeldLockEventBase {
   /** ms from the call to the lock being handed over, waits included. */
   readonly elapsed: number;
   readonly fencingToken: number | undefined;
+  /** A release handed the lock over to this waiter (see the README's "Waiting for a busy resource"); false: its attempt took it. */
+  readonly handedOver: boolean;
 }
 
 /** An acquisition gave up: the resource is held by someone else. */

@@ -20,6 +20,8 @@ export interface Section {
   /** Whether the lock was still valid (isHeld) when the section ended, and how often it was extended. */
   readonly heldAtEnd: boolean;
   readonly extensions: number;
+  /** A release handed the lock over to this waiter (its 'acquired' event said so). */
+  readonly handedOver?: boolean;
   /** A read-write lock's section: 'read' or 'write'; absent for a mutex or a semaphore. */
   readonly mode?: 'read' | 'write';
   /** What the fenced store said to this section's accesses: 'ok', 'stale', 'none' (not used) or 'error:...'. */

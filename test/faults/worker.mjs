@@ -36,6 +36,7 @@ process.on('disconnect', () => process.exit(1));
 setTimeout(() => process.exit(3), config.maxRunMs ?? 60_000).unref();
 
 const events = {};
+let handedOver = false;
 /** The section in progress and its lock's id: an extension moves its validUntil. */
 let current;
 const redlock = new Redlock({
@@ -45,6 +46,8 @@ const redlock = new Redlock({
     const name = e.type === 'acquire-failed' ? `acquire-failed:${e.code}` : e.type;
     events[name] = (events[name] ?? 0) + 1;
     if (e.type === 'extended' && current?.lockId === e.lockId) current.entry.validUntil = now() + e.validity;
+    // Emitted before acquire() returns: the section about to start was handed over by a release.
+    if (e.type === 'acquired') handedOver = e.handedOver;
     // Rare and telling: when this client noticed a node restart (restart guard on).
     if (e.type === 'node-restarted') record({ event: e.type, node: e.node, excludedFor: e.excludedFor, at: now() });
   },
@@ -86,7 +89,7 @@ while (!stopping) {
   const who = `${config.id}.${++n}`;
   const token = lock.fencingToken;
   // validUntil: when the library says this lock stops being exclusive; moved by each extension.
-  const entry = { who, token, asked, start, validUntil: start + lock.validity, attempts: lock.attempts };
+  const entry = { who, token, asked, start, validUntil: start + lock.validity, attempts: lock.attempts, handedOver };
   current = { lockId: lock.id, entry };
   void lock.signal; // watched from now on: it fires when the validity runs out
   if (config.acquire?.mode) entry.mode = config.acquire.mode;

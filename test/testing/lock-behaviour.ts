@@ -354,6 +354,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
         ttl: 5000,
         attempts: 1,
         fencingToken: lock.fencingToken,
+        handedOver: false,
       });
       expect(mine[1]).toMatchObject({ type: 'busy', resources: ['events'], attempts: 1 });
       expect(mine[2]).toMatchObject({ type: 'extended', lockId: lock.id, ttl: 6000, extensions: 1 });
@@ -393,7 +394,12 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
 
     it('hands the lock over to a waiter on release, long before its 5 s retry delay, with no attempt of its own', async () => {
       const holder = client();
-      const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+      const handedOver: boolean[] = [];
+      const waiter = client({
+        retryDelay: 5000,
+        retryJitter: 0,
+        onEvent: (e) => void (e.type === 'acquired' && handedOver.push(e.handedOver)),
+      });
       // Subscribed before it waits: it makes no extra attempt when the subscriptions are confirmed.
       await until(() => (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed, 'the waiter subscribed');
       const held: Lock = await holder.acquire('wake', 10_000);
@@ -405,6 +411,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       expect(performance.now() - released).toBeLessThan(200);
       // Refused once, then handed the lock by the release (a second attempt would make 2).
       expect(lock.attempts).toBe(1);
+      expect(handedOver).toEqual([true]);
       expect(lock.fencingToken).toBeGreaterThan(held.fencingToken!);
       await expect(holder.acquire('wake', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
       await lock.release();
