@@ -7,6 +7,7 @@ import { filter, firstValueFrom } from 'rxjs';
 import { LockService, Locked, RedlockModule, type RedlockEvent, type RedlockModuleOptions } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { until } from '../support/until.js';
 
 interface Line {
   level: string;
@@ -168,6 +169,8 @@ describe('logging', () => {
     app.get(LockService).events$.subscribe((e) => events.push(e));
     const jobs = app.get(Jobs);
     expect(await jobs.plain()).toBe('done');
+    // The run's release goes on after the method returned: killed under it, it would log its own warning.
+    await until(() => events.some((e) => e.type === 'released'), 'the first run released');
     await fleet.kill(1);
     await fleet.kill(2);
     try {
