@@ -155,11 +155,13 @@ export class AcquireLoop {
     const elapsed = performance.now() - began;
     const validity = validityOf(plan.ttl, elapsed, this.#host.options.driftFactor);
     if (validity <= 0) return undefined;
-    // The release goes wherever an attempt went: the waiter leaves those queues in it.
+    // The nodes that count say yes (a permit's holder leaves the queues of the others, see
+    // handOver); the release goes wherever an attempt went: the waiter leaves those queues in it.
+    const votes = reports.map((report, i) => (handed.by[i] ? { ...report, outcome: 'ok' as const } : report));
     return {
       taken: true,
       elapsed,
-      reports,
+      reports: votes,
       validity,
       expiresAt: began + elapsed + validity,
       token: handed.token,

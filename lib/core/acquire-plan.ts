@@ -192,11 +192,12 @@ function planPermit(
   const locks = calls.locks;
   return assemble(base, {
     keys: { locks, confirm: () => locks, queues: () => calls.queues },
-    acquire: () => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing() }),
+    acquire: (attempt) => calls.acquire({ ttl: base.ttl, fair: per.fair, fencing: per.fencing(), attempt }),
     // An undone waiter keeps its place on the nodes that admitted it, waiting again there.
     undo: () => calls.release({ member: true, leaving: '', skip: waiter, entryTtl: per.fair?.join?.entryTtl }),
     confirm: (token) => calls.confirm(token, retention),
-    leave: () => calls.release({ member: false, leaving: waiter, skip: '' }),
+    // A permit a release handed over to it and it never took up is given back too.
+    leave: () => calls.release({ member: true, leaving: waiter, skip: '' }),
     permit: { ...permit, calls },
   });
 }

@@ -45,7 +45,8 @@ export function validateResources(resources: unknown): readonly string[] {
  * Key layout on every node, in one place. Plain layout:
  * `<prefix>lock:<resource>` holds the holder's value, `<prefix>fence:<resource>`
  * the fencing counter, `<prefix>queue:<resource>` and
- * `<prefix>queue-deadlines:<resource>` the wait queue. The namespaces cannot
+ * `<prefix>queue-deadlines:<resource>` the wait queue, `<prefix>handover:<resource>`
+ * what a release needs to hand the lock over to a waiter. The namespaces cannot
  * collide whatever the resource name is.
  *
  * Cluster layout (when a node is a Redis Cluster): every key of a resource
@@ -94,6 +95,11 @@ export class KeyLayout {
   /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
   queueDeadlines(resource: string): string {
     return this.key('queue-deadlines', resource);
+  }
+
+  /** What a release needs to hand the lock or a permit over to each queued waiter (a hash of waiter id -> 'ttl attempt retention floor value'). */
+  handovers(resource: string): string {
+    return this.key('handover', resource);
   }
 
   /**

@@ -60,10 +60,8 @@ export const INSPECT = defineScript(
   `${HELPERS}${HOLDER}
 local counter, waiters = redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])
 if KEYS[5] then
-  -- A mutex waiter's entry is its deadline and then its hand-over (see ACQUIRE):
-  -- only the leading number counts.
   for _, v in ipairs(redis.call('HVALS', KEYS[5])) do
-    if tonumber(string.match(v, '^%S+')) < 0 then waiters = waiters - 1 end
+    if tonumber(v) < 0 then waiters = waiters - 1 end
   end
 end
 local kind, holders = false, {}

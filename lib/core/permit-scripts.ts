@@ -68,16 +68,41 @@ end
 
 /**
  * The wake walk: in queue order, each fresh waiter that now fits is woken (marks and stale
- * entries are passed over). It carries ENTRY_STATE: the operators' scripts paste it too.
+ * entries are passed over). With `hand` (PERMIT_RELEASE's), a waiter that left a hand-over
+ * (see PERMIT_ACQUIRE) is handed its permit instead, as GRANT in scripts.ts hands
+ * a mutex over: its member added with its ttl, its entry turned into a holder's mark, the
+ * counter raised as an acquire raises it, and '<id> <attempt> <token>' published. It carries
+ * ENTRY_STATE: the operators' scripts paste it too.
  */
 export const WAKE = `${ENTRY_STATE}
-local function wake(q, d, now, used, limit, prefix, skip)
+local function handOver(d, id, now, hand)
+  local ttl, attempt, retention, floor, member = string.match(redis.call('HGET', hand.handover, id) or '', '^(%S+) (%S+) (%S+) (%S+) (.*)$')
+  -- No counter to raise (a releasing client with fencing off): only woken.
+  if not member or (retention ~= '0' and not hand.fence) then return false end
+  redis.call('ZADD', hand.key, now + tonumber(ttl), member)
+  redis.call('HSET', d, id, -(now + tonumber(ttl)))
+  keepFor(hand.key, hand.kindKey, hand.kind, now)
+  local token = '0'
+  if retention ~= '0' then
+    token = floor
+    local c = tonumber(redis.call('SET', hand.fence, floor, 'PX', retention, 'GET') or '')
+    if c and c >= tonumber(floor) then
+      token = string.format('%.0f', c + 1)
+      redis.call('SET', hand.fence, token, 'PX', retention)
+    end
+  end
+  return id .. ' ' .. attempt .. ' ' .. token
+end
+local function wake(q, d, now, used, limit, prefix, skip, hand)
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
     if entryState(d, id, now) == 'fresh' then
       ahead = ahead + weight(id, limit)
       if used + ahead > limit then return end
-      if id ~= skip then redis.call('PUBLISH', prefix .. string.match(id, '^[^.]*'), id) end
+      if id ~= skip then
+        local message = hand and handOver(d, id, now, hand) or id
+        redis.call('PUBLISH', prefix .. string.match(id, '^[^.]*'), message)
+      end
     end
   end
 end
@@ -91,6 +116,8 @@ export interface PermitAcquireArgs {
   /** As ACQUIRE's: absent, fair waiting off; `join` absent, fair without queueing. */
   readonly fair?: { readonly join?: { readonly waiter: string; readonly since: number; readonly entryTtl: number } };
   readonly fencing?: { readonly retention: number; readonly floor: number };
+  /** As ACQUIRE's: which attempt of the call this is, kept in the queue entry for a hand-over. */
+  readonly attempt?: number;
 }
 
 /**
@@ -98,7 +125,10 @@ export interface PermitAcquireArgs {
  * KEYS: holders (the lock key), kind; then the fence counter (fencing on); then
  * the queue and its deadlines (fair waiting on).
  * ARGV: member, ttl ms, kind, queue spec (as ACQUIRE's: '' off, '-' fair without
- * joining, else 'waiter since entry-ttl'); then, fencing on, retention ms and floor.
+ * joining, else 'waiter since entry-ttl attempt'); then, fencing on, retention ms and floor.
+ * With fair waiting, KEYS ends with the hand-overs: a refused waiter leaves its
+ * own there, as ACQUIRE's (ttl, attempt, retention and floor, '0 0' with fencing
+ * off, member): see WAKE.
  * Returns {1, token} when taken, {0, -1} when refused (the caller queued, if it
  * joins); an error reply 'WRONGKIND <kind>' when the resource is held with
  * another kind (another limit, or read-write against a semaphore).
@@ -108,8 +138,8 @@ export const PERMIT_ACQUIRE = defineScript(
   `${HELPERS}${ENTRY_STATE}
 local key, kindKey = KEYS[1], KEYS[2]
 local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local q, d = KEYS[3], KEYS[4]
-if retention then q, d = KEYS[4], KEYS[5] end
+local q, d, h = KEYS[3], KEYS[4], KEYS[5]
+if retention then q, d, h = KEYS[4], KEYS[5], KEYS[6] end
 local fair = spec ~= ''
 local now = clock()
 local limit = limitOf(kind)
@@ -122,8 +152,8 @@ if current and current ~= kind and used > 0 then return redis.error_reply('WRONG
 local mine = redis.call('ZSCORE', key, member)
 local w = weight(member, limit)
 local admitted = mine or used + w <= limit
-local waiter, since, entryTtl
-if fair and spec ~= '-' then waiter, since, entryTtl = string.match(spec, '^(%S+) (%S+) (%S+)$') end
+local waiter, since, entryTtl, attempt
+if fair and spec ~= '-' then waiter, since, entryTtl, attempt = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$') end
 -- Free permits go to the fresh waiters in queue order: this caller only after
 -- those ahead of it (all of them, when it is not queued).
 if fair and admitted and not mine then
@@ -140,6 +170,7 @@ if fair and admitted and not mine then
     elseif state == 'stale' then
       redis.call('ZREM', q, id)
       redis.call('HDEL', d, id)
+      if h then redis.call('HDEL', h, id) end
     end
   end
 end
@@ -153,6 +184,13 @@ if waiter then
   redis.call('HSET', d, waiter, admitted and -(now + ttl) or now + tonumber(entryTtl))
   redis.call('PEXPIRE', q, entryTtl)
   redis.call('PEXPIRE', d, entryTtl)
+  -- Refused, it leaves what a release needs to hand it a permit (see WAKE), in a
+  -- hash of its own: the deadlines stay numbers, as an earlier version's scripts
+  -- (another process, during a rolling deploy) read them.
+  if h and not admitted then
+    redis.call('HSET', h, waiter, ttl .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. member)
+    redis.call('PEXPIRE', h, entryTtl)
+  end
 end
 if not admitted then return {0, -1} end
 redis.call('ZADD', key, now + ttl, member)
@@ -170,8 +208,8 @@ end
 return {1, token}
 `,
   {
-    argv: ({ member, ttl, kind, fair, fencing }: PermitAcquireArgs) => {
-      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl}` : '-';
+    argv: ({ member, ttl, kind, fair, fencing, attempt }: PermitAcquireArgs) => {
+      const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl} ${attempt ?? 1}` : '-';
       const argv = [member, String(ttl), kind, spec];
       if (fencing) argv.push(String(fencing.retention), String(fencing.floor));
       return argv;
@@ -238,10 +276,12 @@ export interface PermitReleaseArgs {
 }
 
 /**
- * Give a permit back and/or leave the queue; then wake, in queue order, every
- * fresh waiter that now fits (the woken attempt is what takes the permit, so a
- * waiter woken twice costs one extra attempt, never a second permit).
- * KEYS: holders; then, fair waiting on, the queue and its deadlines.
+ * Give a permit back and/or leave the queue; then, in queue order, hand a permit
+ * over to every fresh waiter that now fits, or wake it (see WAKE: a woken
+ * waiter's attempt is what takes the permit, so a waiter woken twice costs one
+ * extra attempt, never a second permit).
+ * KEYS: holders; then, fair waiting on, the queue, its deadlines, its
+ * hand-overs, the kind key, and (fencing on) the fence counter.
  * ARGV: member, kind; then, fair waiting on, wake prefix, leaving waiter,
  * undone waiter, its entry's ttl ms.
  * Returns how many permits were removed (0 or 1).
@@ -258,6 +298,7 @@ local left = 0
 if ARGV[4] ~= '' then
   left = redis.call('ZREM', q, ARGV[4])
   redis.call('HDEL', d, ARGV[4])
+  if KEYS[4] then redis.call('HDEL', KEYS[4], ARGV[4]) end
 end
 -- An undone attempt waits again at once: until its retry, the nodes that
 -- refused it count it as a waiter ahead, and this one must too.
@@ -268,7 +309,8 @@ if ARGV[5] ~= '' and redis.call('ZSCORE', q, ARGV[5]) then
 end
 if removed == 0 and left == 0 then return 0 end
 local limit = limitOf(ARGV[2])
-wake(q, d, now, heldWeight(KEYS[1], now, limit), limit, ARGV[3], ARGV[5])
+local hand = KEYS[5] and { key = KEYS[1], handover = KEYS[4], kindKey = KEYS[5], kind = ARGV[2], fence = KEYS[6] }
+wake(q, d, now, heldWeight(KEYS[1], now, limit), limit, ARGV[3], ARGV[5], hand)
 return removed
 `,
   {

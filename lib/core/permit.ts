@@ -70,8 +70,10 @@ export function permitCalls(
   const kindKey = layout.kind(resource);
   const fence = layout.fence(resource);
   const queues = options.fair ? [layout.queue(resource), layout.queueDeadlines(resource)] : [];
-  const acquireKeys = [holders, kindKey, ...(options.fencing ? [fence] : []), ...queues];
-  const releaseKeys = [holders, ...queues];
+  const handovers = layout.handovers(resource);
+  const acquireKeys = [holders, kindKey, ...(options.fencing ? [fence] : []), ...queues, ...(options.fair ? [handovers] : [])];
+  // A release hands permits over (see WAKE): it sets the kind key's expiry and raises the counter.
+  const releaseKeys = options.fair ? [holders, ...queues, handovers, kindKey, ...(options.fencing ? [fence] : [])] : [holders];
   return {
     acquire: (args) => PERMIT_ACQUIRE.call(acquireKeys, { ...args, member, kind }),
     confirm: (token, retention) => PERMIT_CONFIRM.call([holders, fence], { member, token, retention }),

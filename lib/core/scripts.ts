@@ -36,7 +36,7 @@ local n = #KEYS
 local q0 = n
 if retention then q0 = 2 * n end
 -- K: the lock keys, then (fencing on) the n fence counters, then (fair waiting
--- on) each resource's queue and queue deadlines.
+-- on) each resource's queue and queue deadlines, then each one's hand-overs.
 local K = KEYS
 if ARGV[4] then
   local p = tonumber(ARGV[4])
@@ -49,6 +49,7 @@ if ARGV[4] then
     if fair then
       K[q0 + 2 * i - 1] = base .. 'queue:' .. rest
       K[q0 + 2 * i] = base .. 'queue-deadlines:' .. rest
+      K[q0 + 2 * n + i] = base .. 'handover:' .. rest
     end
   end
 end
@@ -100,12 +101,13 @@ if fair and not blocker and mine < n then
         local t = redis.call('TIME')
         now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
       end
-      if tonumber(string.match(redis.call('HGET', d, head) or '0', '^%S+')) >= now then
+      if tonumber(redis.call('HGET', d, head) or '0') >= now then
         reserved = true
         break
       end
       redis.call('ZREM', q, head)
       redis.call('HDEL', d, head)
+      redis.call('HDEL', K[q0 + 2 * n + i], head)
       head = redis.call('ZRANGE', q, 0, 0)[1]
     end
     if reserved then break end
@@ -124,19 +126,22 @@ if blocker or reserved then
     -- behind, every other waiter for good.
     local at = tonumber(since)
     if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
-    -- The entry: when it goes stale; for a lock of one resource, then what a
-    -- release needs to hand the lock over to this waiter (see GRANT): ttl,
-    -- attempt, counter retention and floor ('0 0' with fencing off), value.
-    local entry = string.format('%.0f', now + tonumber(entryTtl))
-    if n == 1 then
-      entry = entry .. ' ' .. ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. value
-    end
     for i = 1, n do
       local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)
-      redis.call('HSET', d, waiter, entry)
+      redis.call('HSET', d, waiter, now + tonumber(entryTtl))
       redis.call('PEXPIRE', q, entryTtl)
       redis.call('PEXPIRE', d, entryTtl)
+    end
+    -- A waiter for one resource leaves what a release needs to hand the lock over
+    -- to it (see GRANT): ttl, attempt, counter retention and floor ('0 0' with
+    -- fencing off), value. In a hash of its own: the deadlines stay numbers, as
+    -- an earlier version's scripts, still running on another process during a
+    -- rolling deploy, read them.
+    if n == 1 then
+      local h = K[q0 + 3]
+      redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. value)
+      redis.call('PEXPIRE', h, entryTtl)
     end
   end
   if blocker then return {0, redis.call('PTTL', K[blocker])} end
@@ -306,9 +311,9 @@ export interface ReleaseArgs {
 
 /**
  * Lua: the hand-over of a freed resource to its first waiter, for RELEASE and
- * LEAVE_QUEUE. `grant(lockKey, fenceKey, deadlines, head, channel)`: when the
- * lock key is free and the head's entry is fresh and carries a hand-over (a
- * waiter for this one resource, see ACQUIRE), the key is set to the waiter's
+ * LEAVE_QUEUE. `grant(lockKey, fenceKey, deadlines, handovers, head, channel)`:
+ * when the lock key is free, the head's entry is fresh and the head left a
+ * hand-over (a waiter for this one resource, see ACQUIRE), the key is set to the waiter's
  * value with its ttl, the fencing counter raised as ACQUIRE raises it (above
  * the counter, at least the floor the waiter's attempt sent), and
  * '<head> <attempt> <token>' published on the waiter's channel: the waiter
@@ -319,13 +324,13 @@ export interface ReleaseArgs {
  * with SET NX.
  */
 const GRANT = `
-local function grant(lockKey, fenceKey, d, head, channel)
-  local e = redis.call('HGET', d, head)
-  local deadline, ttl, attempt, retention, floor, v
-  if e then deadline, ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) (%S+) (.*)$') end
+local function grant(lockKey, fenceKey, d, h, head, channel)
+  local e = redis.call('HGET', h, head)
+  local ttl, attempt, retention, floor, v
+  if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) (.*)$') end
   if v then
     local t = redis.call('TIME')
-    if tonumber(deadline) < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then v = nil end
+    if tonumber(redis.call('HGET', d, head) or '0') < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then v = nil end
   end
   if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
     local token = '0'
@@ -380,17 +385,18 @@ local base = string.sub(KEYS[1], 1, p)
 local waiter = ARGV[3] or ''
 for i = 1, #KEYS do
   local rest = string.sub(KEYS[i], p + 6)
-  local q = base .. 'queue:' .. rest
+  local q, d, h = base .. 'queue:' .. rest, base .. 'queue-deadlines:' .. rest, base .. 'handover:' .. rest
   if waiter ~= '' then
     redis.call('ZREM', q, waiter)
-    redis.call('HDEL', base .. 'queue-deadlines:' .. rest, waiter)
+    redis.call('HDEL', d, waiter)
+    redis.call('HDEL', h, waiter)
   end
   if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if head and head ~= ARGV[4] then
-      grant(KEYS[i], base .. 'fence:' .. rest, base .. 'queue-deadlines:' .. rest, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
+      grant(KEYS[i], base .. 'fence:' .. rest, d, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
     end
   end
 end
@@ -411,12 +417,12 @@ return deleted
 
 /**
  * A waiter that gave up leaves the queues. A lock a release handed over to it
- * (GRANT) and it never took up is deleted (its entry holds the value). If it was
+ * (GRANT) and it never took up is deleted (its hand-over holds the value). If it was
  * first, or its handed-over key was deleted, the next waiter is handed the
  * resource or woken, as by RELEASE (it may be free and reserved for the leaver).
  * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake
- * channel prefix (`<prefix>wake:`: the lock and counter keys are built from it
- * and the queue key, as ACQUIRE builds its keys).
+ * channel prefix (`<prefix>wake:`: the lock, counter and hand-over keys are
+ * built from it and the queue key, as ACQUIRE builds its keys).
  */
 export const LEAVE_QUEUE = defineScript(
   'leave-queue',
@@ -425,20 +431,21 @@ local base = string.sub(ARGV[2], 1, #ARGV[2] - 5)
 for i = 1, #KEYS, 2 do
   local q, d = KEYS[i], KEYS[i + 1]
   local rest = string.sub(q, #base + 7)
-  local lockKey = base .. 'lock:' .. rest
+  local lockKey, h = base .. 'lock:' .. rest, base .. 'handover:' .. rest
   local first = redis.call('ZRANGE', q, 0, 0)[1]
-  local e = redis.call('HGET', d, ARGV[1])
+  local e = redis.call('HGET', h, ARGV[1])
   redis.call('ZREM', q, ARGV[1])
   redis.call('HDEL', d, ARGV[1])
+  redis.call('HDEL', h, ARGV[1])
   local freed = false
-  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ %S+ (.*)$')
+  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ (.*)$')
   if v and redis.call('GET', lockKey) == v then
     redis.call('DEL', lockKey)
     freed = true
   end
   if first == ARGV[1] or freed then
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if head then grant(lockKey, base .. 'fence:' .. rest, d, head, ARGV[2] .. string.match(head, '^[^.]*')) end
+    if head then grant(lockKey, base .. 'fence:' .. rest, d, h, head, ARGV[2] .. string.match(head, '^[^.]*')) end
   end
 end
 return 1

@@ -63,10 +63,10 @@ export class Turn {
   }
 
   /**
-   * The token when nodes that refused attempt `attempt` (`eligible`) handed the
-   * lock over to this waiter on a quorum, with that many announcing the highest
-   * token (as the fencing phase 2 skips its round: see `confirmToken`);
-   * undefined otherwise.
+   * The token, and the nodes that count (`by`), when nodes that refused attempt
+   * `attempt` (`eligible`) handed the lock over to this waiter on a quorum, with
+   * that many announcing the highest token (as the fencing phase 2 skips its
+   * round: see `confirmToken`); undefined otherwise.
    *
    * Why only those nodes: a node that refused the attempt got no undo from
    * it, and the waiter sends nothing between its attempts, so a key handed
@@ -76,20 +76,20 @@ export class Turn {
    * hand-over's message, read late: the entry it came from was replaced by
    * the attempt's refusal.
    */
-  handedOver({ attempt, eligible, quorum }: Omit<AwaitedHandOver, 'grace'>): { token: number } | undefined {
+  handedOver({ attempt, eligible, quorum }: Omit<AwaitedHandOver, 'grace'>): { token: number; by: boolean[] } | undefined {
     let token = -1;
     let agree = 0;
-    let count = 0;
     for (let i = 0; i < this.grants.length; i++) {
       const grant = this.grants[i];
       if (!grant || grant.attempt !== attempt || !eligible[i]) continue;
-      count++;
       if (grant.token > token) {
         token = grant.token;
         agree = 1;
       } else if (grant.token === token) agree++;
     }
-    return count >= quorum && agree >= quorum ? { token } : undefined;
+    if (agree < quorum) return undefined;
+    const by = eligible.map((ok, i) => ok && this.grants[i]?.attempt === attempt && this.grants[i]?.token === token);
+    return { token, by };
   }
 
   stop(): void {

@@ -22,7 +22,7 @@ function identityOf(value: string): string | null {
 
 export const inspect: Implementation = (ops, KEYS) => {
   const [counter, queued] = [ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
-  const marks = KEYS[4] === undefined ? 0 : Object.values(ops.hgetall(KEYS[4])).filter((v) => Number(v.split(' ', 1)[0]) < 0).length;
+  const marks = KEYS[4] === undefined ? 0 : Object.values(ops.hgetall(KEYS[4])).filter((v) => Number(v) < 0).length;
   const waiters = queued - marks;
   const type = ops.type(KEYS[0]!);
   if (type === 'string') {

@@ -33,18 +33,57 @@ function entryState(ops: Ops, d: string, id: string, now: number): 'fresh' | 'he
   return v < 0 && -v >= now ? 'held' : 'stale';
 }
 
-export function wake(ops: Ops, q: string, d: string, now: number, used: number, limit: number, prefix: string, skip: string): void {
+/** What a release hands permits over with (see WAKE): the holders' key, the hand-overs, the kind key and kind, the fence counter if sent. */
+export interface Hand {
+  readonly key: string;
+  readonly handover: string;
+  readonly kindKey: string;
+  readonly kind: string;
+  readonly fence: string | undefined;
+}
+
+/** WAKE's handOver: the permit handed over to waiter `id`, and the message saying so; undefined when its entry carries none. */
+function handOver(ops: Ops, d: string, id: string, now: number, hand: Hand): string | undefined {
+  const match = /^(\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(ops.hget(hand.handover, id) ?? '');
+  if (!match) return undefined;
+  const [, ttl, attempt, retention, floor, member] = match as unknown as [string, string, string, string, string, string];
+  if (retention !== '0' && hand.fence === undefined) return undefined;
+  ops.zadd(hand.key, now + Number(ttl), member);
+  ops.hset(d, id, String(-(now + Number(ttl))));
+  keepFor(ops, hand.key, hand.kindKey, hand.kind, now);
+  const token = retention === '0' ? '0' : String(fenceToken(ops, hand.fence!, retention, floor, false));
+  return `${id} ${attempt} ${token}`;
+}
+
+export function wake(
+  ops: Ops,
+  q: string,
+  d: string,
+  now: number,
+  used: number,
+  limit: number,
+  prefix: string,
+  skip: string,
+  hand?: Hand,
+): void {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (entryState(ops, d, id, now) !== 'fresh') continue;
     ahead += weight(id, limit);
     if (used + ahead > limit) return;
-    if (id !== skip) ops.publish(prefix + id.split('.')[0], id);
+    if (id !== skip) ops.publish(prefix + id.split('.')[0], (hand && handOver(ops, d, id, now, hand)) ?? id);
   }
 }
 
 /** Whether the free permits reach this caller after the fresh waiters ahead of it (stale ones are dropped on the way). */
-function fitsAfterQueue(ops: Ops, q: string, d: string, waiter: string | undefined, now: number, room: number, limit: number): boolean {
+function fitsAfterQueue(
+  ops: Ops,
+  [q, d, h]: [string, string, string | undefined],
+  waiter: string | undefined,
+  now: number,
+  room: number,
+  limit: number,
+): boolean {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (id === waiter) break;
@@ -55,13 +94,22 @@ function fitsAfterQueue(ops: Ops, q: string, d: string, waiter: string | undefin
     } else if (state === 'stale') {
       ops.zrem(q, id);
       ops.hdel(d, id);
+      if (h !== undefined) ops.hdel(h, id);
     }
   }
   return true;
 }
 
 /** Queued at its place (kept if it has one); `heldFor`: admitted, marked as a holder for that long. */
-function joinQueue(ops: Ops, q: string, d: string, spec: string[], now: number, heldFor: number | undefined): void {
+/** `handOver`: what a refused waiter leaves in the hand-overs `h`, when sent (see WAKE). */
+function joinQueue(
+  ops: Ops,
+  [q, d, h]: [string, string, string | undefined],
+  spec: string[],
+  now: number,
+  heldFor: number | undefined,
+  handOver: string,
+): void {
   const [waiter, since, entryTtl] = spec as [string, string, string];
   const at = Number(since);
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : since;
@@ -69,6 +117,10 @@ function joinQueue(ops: Ops, q: string, d: string, spec: string[], now: number, 
   ops.hset(d, waiter, String(heldFor === undefined ? now + Number(entryTtl) : -(now + heldFor)));
   ops.pexpire(q, entryTtl);
   ops.pexpire(d, entryTtl);
+  if (h !== undefined && heldFor === undefined) {
+    ops.hset(h, waiter, handOver);
+    ops.pexpire(h, entryTtl);
+  }
 }
 
 function fenceToken(ops: Ops, fence: string, retention: string, floorText: string, mine: boolean): number {
@@ -86,7 +138,8 @@ function fenceToken(ops: Ops, fence: string, retention: string, floorText: strin
 const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
   const [key, kindKey] = KEYS as [string, string];
   const [member, ttl, kind, spec, retention, floor] = ARGV as [string, string, string, string, string?, string?];
-  const [q, d] = retention !== undefined ? [KEYS[3]!, KEYS[4]!] : [KEYS[2]!, KEYS[3]!];
+  const queue: [string, string, string | undefined] =
+    retention !== undefined ? [KEYS[3]!, KEYS[4]!, KEYS[5]] : [KEYS[2]!, KEYS[3]!, KEYS[4]];
   const fair = spec !== '';
   const now = ops.clockMs();
   const limit = limitOf(kind);
@@ -97,8 +150,17 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
   const w = weight(member, limit);
   const parts = fair && spec !== '-' ? spec.split(' ') : undefined;
   let admitted = mine || used + w <= limit;
-  if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, q, d, parts?.[0], now, limit - used - w, limit);
-  if (parts) joinQueue(ops, q, d, parts, now, admitted ? Number(ttl) : undefined);
+  if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, queue, parts?.[0], now, limit - used - w, limit);
+  // A refused waiter's hand-over: ttl, attempt, retention and floor ('0 0' with fencing off), member.
+  if (parts)
+    joinQueue(
+      ops,
+      queue,
+      parts,
+      now,
+      admitted ? Number(ttl) : undefined,
+      `${ttl} ${parts[3]} ${retention ?? '0'} ${floor ?? '0'} ${member}`,
+    );
   if (!admitted) return [0, -1];
   ops.zadd(key, now + Number(ttl), member);
   keepFor(ops, key, kindKey, kind, now);
@@ -135,6 +197,7 @@ const permitRelease: Implementation = (ops, KEYS, ARGV) => {
   if (ARGV[3] !== '') {
     left = ops.zrem(q, ARGV[3]!);
     ops.hdel(d, ARGV[3]!);
+    if (KEYS[3] !== undefined) ops.hdel(KEYS[3], ARGV[3]!);
   }
   const [undone, entryTtl] = [ARGV[4]!, ARGV[5]!];
   if (undone !== '' && ops.zscore(q, undone) !== undefined) {
@@ -144,7 +207,8 @@ const permitRelease: Implementation = (ops, KEYS, ARGV) => {
   }
   if (removed === 0 && left === 0) return 0;
   const limit = limitOf(ARGV[1]!);
-  wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[2]!, ARGV[4]!);
+  const hand = KEYS[4] === undefined ? undefined : { key: KEYS[0]!, handover: KEYS[3]!, kindKey: KEYS[4], kind: ARGV[1]!, fence: KEYS[5] };
+  wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[2]!, ARGV[4]!, hand);
   return removed;
 };
 

@@ -62,14 +62,14 @@ function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireC
   const spec = ARGV[2]!;
   const fair = spec !== '';
   const fencing = ARGV[3] !== undefined;
-  const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 2 : 0));
+  const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 3 : 0));
   const [waiter, since, entryTtl, attempt] = spec === '-' ? [] : spec.split(' ');
   return { value: ARGV[0]!, ttl: ARGV[1]!, fair, fencing, n, q0: fencing ? 2 * n : n, waiter, since, entryTtl, attempt };
 }
 
-/** Resource `i`'s queue and its deadlines (Lua's 1-based i). */
-function queueKeys(KEYS: readonly string[], call: AcquireCall, i: number): [queue: string, deadlines: string] {
-  return [KEYS[call.q0 + 2 * i - 2]!, KEYS[call.q0 + 2 * i - 1]!];
+/** Resource `i`'s queue, its deadlines and its hand-overs (Lua's 1-based i). */
+function queueKeys(KEYS: readonly string[], call: AcquireCall, i: number): [queue: string, deadlines: string, handovers: string] {
+  return [KEYS[call.q0 + 2 * i - 2]!, KEYS[call.q0 + 2 * i - 1]!, KEYS[call.q0 + 2 * call.n + i - 1]!];
 }
 
 /**
@@ -94,31 +94,25 @@ function scanLocks(ops: Ops, KEYS: readonly string[], call: AcquireCall): { mine
  */
 function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall): boolean {
   for (let i = 1; i <= call.n; i++) {
-    const [q, d] = queueKeys(KEYS, call, i);
+    const [q, d, h] = queueKeys(KEYS, call, i);
     for (;;) {
       const head = ops.zfirst(q);
       if (head === undefined || head === call.waiter) break;
-      if (deadlineOf(ops.hget(d, head)) >= ops.clockMs()) return true;
+      if ((luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) return true;
       ops.zrem(q, head);
       ops.hdel(d, head);
+      ops.hdel(h, head);
     }
   }
   return false;
 }
 
-/** A queue entry's deadline: its leading number (a mutex waiter's hand-over follows it). */
-function deadlineOf(entry: string | null): number {
-  return luaNumber(entry?.split(' ', 1)[0]) ?? 0;
-}
-
-/** A queue entry's hand-over (see GRANT), when it carries one. */
-function handOverOf(
-  entry: string | null,
-): { deadline: number; ttl: string; attempt: string; retention: string; floor: string; value: string } | undefined {
-  const match = entry === null ? null : /^(\S+) (\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(entry);
+/** A waiter's hand-over (see ACQUIRE and GRANT), when it left one. */
+function handOverOf(entry: string | null): { ttl: string; attempt: string; retention: string; floor: string; value: string } | undefined {
+  const match = entry === null ? null : /^(\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(entry);
   if (!match) return undefined;
-  const [, deadline, ttl, attempt, retention, floor, value] = match;
-  return { deadline: Number(deadline), ttl: ttl!, attempt: attempt!, retention: retention!, floor: floor!, value: value! };
+  const [, ttl, attempt, retention, floor, value] = match;
+  return { ttl: ttl!, attempt: attempt!, retention: retention!, floor: floor!, value: value! };
 }
 
 /** A refused waiter queues on every resource, at its first-attempt time within a second of the node's clock. */
@@ -128,15 +122,18 @@ function joinQueues(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], 
   const now = ops.clockMs();
   const at = Number(call.since);
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
-  // The deadline; for a lock of one resource, the hand-over after it (ARGV without the prefix length).
-  let entry = formatInteger(now + ttl);
-  if (call.n === 1) entry += ` ${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} ${call.value}`;
   for (let i = 1; i <= call.n; i++) {
     const [q, d] = queueKeys(KEYS, call, i);
     ops.zaddNx(q, position, waiter);
-    ops.hset(d, waiter, entry);
+    ops.hset(d, waiter, String(ops.clockMs() + ttl));
     ops.pexpire(q, call.entryTtl!);
     ops.pexpire(d, call.entryTtl!);
+  }
+  // A waiter for one resource leaves its hand-over (ARGV without the prefix length).
+  if (call.n === 1) {
+    const h = queueKeys(KEYS, call, 1)[2];
+    ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} ${call.value}`);
+    ops.pexpire(h, call.entryTtl!);
   }
 }
 
@@ -189,8 +186,9 @@ function expandAcquire(KEYS: readonly string[], ARGV: readonly string[]): [keys:
   const fair = ARGV[2] !== '';
   const fences = fencing ? KEYS.map((k) => keyOfKind(k, p, 'fence:')) : [];
   const queues = fair ? KEYS.flatMap((k) => [keyOfKind(k, p, 'queue:'), keyOfKind(k, p, 'queue-deadlines:')]) : [];
+  const handovers = fair ? KEYS.map((k) => keyOfKind(k, p, 'handover:')) : [];
   return [
-    [...KEYS, ...fences, ...queues],
+    [...KEYS, ...fences, ...queues, ...handovers],
     [ARGV[0]!, ARGV[1]!, ARGV[2]!, ...ARGV.slice(4)],
   ];
 }
@@ -256,15 +254,16 @@ const release: Implementation = (ops, locks, sentArgv) => {
       deleted++;
     }
     if (fair) {
-      const q = KEYS[n + 2 * i - 2]!;
+      const [q, d, h] = [KEYS[n + 2 * i - 2]!, KEYS[n + 2 * i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'handover:')];
       if (waiter !== '') {
         ops.zrem(q, waiter);
-        ops.hdel(KEYS[n + 2 * i - 1]!, waiter);
+        ops.hdel(d, waiter);
+        ops.hdel(h, waiter);
       }
       if (freed) {
         const head = ops.zfirst(q);
         if (head !== undefined && head !== ARGV[3]) {
-          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), KEYS[n + 2 * i - 1]!, head, wakeChannel(ARGV[1]!, head));
+          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), d, h, head, wakeChannel(ARGV[1]!, head));
         }
       }
     }
@@ -277,9 +276,9 @@ const release: Implementation = (ops, locks, sentArgv) => {
  * entry is fresh and carries a hand-over, raising the counter as ACQUIRE does;
  * else only wakes the head.
  */
-function grant(ops: Ops, lockKey: string, fenceKey: string, deadlines: string, head: string, channel: string): void {
-  const entry = handOverOf(ops.hget(deadlines, head));
-  if (!entry || entry.deadline < ops.clockMs() || ops.get(lockKey) !== null) {
+function grant(ops: Ops, lockKey: string, fenceKey: string, deadlines: string, handovers: string, head: string, channel: string): void {
+  const entry = handOverOf(ops.hget(handovers, head));
+  if (!entry || (luaNumber(ops.hget(deadlines, head)) ?? 0) < ops.clockMs() || ops.get(lockKey) !== null) {
     ops.publish(channel, head);
     return;
   }
@@ -299,16 +298,17 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
   for (let i = 0; i < KEYS.length; i += 2) {
     const [q, d] = [KEYS[i]!, KEYS[i + 1]!];
     const rest = q.slice(base.length + 'queue:'.length);
-    const lockKey = `${base}lock:${rest}`;
+    const [lockKey, h] = [`${base}lock:${rest}`, `${base}handover:${rest}`];
     const first = ops.zfirst(q);
-    const entry = handOverOf(ops.hget(d, ARGV[0]!));
+    const entry = handOverOf(ops.hget(h, ARGV[0]!));
     ops.zrem(q, ARGV[0]!);
     ops.hdel(d, ARGV[0]!);
+    ops.hdel(h, ARGV[0]!);
     const freed = entry !== undefined && ops.get(lockKey) === entry.value;
     if (freed) ops.del(lockKey);
     if (first === ARGV[0] || freed) {
       const head = ops.zfirst(q);
-      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, d, head, wakeChannel(ARGV[1]!, head));
+      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, d, h, head, wakeChannel(ARGV[1]!, head));
     }
   }
   return 1;
@@ -343,18 +343,18 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '2985782985f98e26ca531818b3f5c90b5d5b8d25',
+  acquire: '3a2b51d1d9296a7a84c4702351e030dc85417acc',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: 'd6ba868b14ac6c4a73d8178439c68f9e982fb80a',
+  inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'af31288912947658923167c67a7d900e639bc19c',
-  'leave-queue': '83c646b574995aa4adb5514c34328ca3c2c4b609',
-  'force-release': 'bddb0d65fc7157f997c944a7b2096dd67d262a61',
-  'permit-acquire': 'ed8b2ab29f167f4cf4f4b4a6753b08e4fc221de0',
+  release: 'fd7dc2540a744f0e644396c13c32440f3a71d4e5',
+  'leave-queue': 'c9b569c14f8d486eaaa0026e2c3c8722a66ead31',
+  'force-release': '436181fb37254f63cac1ec71fd23b1af20b8e1ef',
+  'permit-acquire': '505f4a1b696cfbb88d8d1e66b8e86a2283dd67b0',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': 'adad82d027514555cb927cf8b9ea124f0ff41bb6',
+  'permit-release': '30273f7afd2caf0b3b6f3f2dc55d317f082c88b5',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

@@ -10,10 +10,8 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import type { NodeKind, OpenedNodes } from '../support/node-kinds.js';
 import { until } from '../support/until.js';
+import { subscribed } from '../support/waiter.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
-
-/** Whether the client's wake channel is subscribed on every node (it subscribes up front). */
-const subscribed = (redlock: Redlock) => (redlock as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed;
 
 export function describeWaiting(kind: NodeKind): void {
   describe(`waiting for a busy resource: ${kind.name}`, () => {
@@ -29,7 +27,8 @@ export function describeWaiting(kind: NodeKind): void {
       return redlock;
     }
 
-    const queueKeysLeft = () => keysLeft(raw, 'redlock:queue*');
+    // A waiter's queue entries, and what it left for a release to hand it the lock.
+    const queueKeysLeft = async () => [...(await keysLeft(raw, 'redlock:queue*')), ...(await keysLeft(raw, 'redlock:handover:*'))];
 
     beforeAll(async () => {
       fleet = await startFleet(3);
@@ -168,8 +167,13 @@ export function describeWaiting(kind: NodeKind): void {
       const controller = new AbortController();
       const waiting = waiter.acquire('unheard', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
       // Its second attempt (the look again when its subscriptions are "confirmed") queued it on every node.
-      const entries = () => Promise.all(raw.map((r) => r.hvals('redlock:queue-deadlines:unheard')));
-      await until(async () => (await entries()).every((e) => e.length === 1 && e[0]!.split(' ')[2] === '2'), 'queued by attempt 2');
+      const entries = () => Promise.all(raw.map((r) => r.hvals('redlock:handover:unheard')));
+      // Its hand-over: ttl, attempt, ...
+      await until(async () => (await entries()).every((e) => e.length === 1 && e[0]!.split(' ')[1] === '2'), 'queued by attempt 2');
+      // The queue's deadlines stay plain numbers: an earlier version's scripts, run by another
+      // process during a rolling deploy, compare them with the clock.
+      const deadlines = (await Promise.all(raw.map((r) => r.hvals('redlock:queue-deadlines:unheard')))).flat();
+      expect(deadlines.every((d) => /^\d+$/.test(d))).toBe(true);
       await until(() => onEveryNode(raw, 'redlock:lock:unheard'), 'the holder on every node');
       const holderValue = await raw[0]!.get('redlock:lock:unheard');
       await held.release();

@@ -26,8 +26,6 @@ const errorCode = (e: Error) => `error ${/\b(WRONGTYPE|WRONGKIND|NOSCRIPT)\b/.ex
 export const normalize = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(normalize);
   if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
-  // A mutex waiter's queue entry: its deadline, then its hand-over (see ACQUIRE).
-  if (typeof value === 'string' && /^\d{12,} /.test(value)) return value.replace(/^\d{12,}/, 'clock');
   // A permit holder's mark in a queue's deadlines (see permit-scripts.ts).
   if (typeof value === 'string' && /^-\d{12,}$/.test(value)) return '-clock';
   if (typeof value === 'number' && value >= 1e12) return 'clock';

@@ -17,6 +17,7 @@ import {
 } from '../../lib/index.js';
 import type { ScriptRunner } from '../../lib/core/script.js';
 import { until } from '../support/until.js';
+import { handOverWaiter } from '../support/waiter.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 /** What a test needs of one node's connection: an ioredis client or a MemoryRedisNode. */
@@ -394,14 +395,7 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
 
     it('hands the lock over to a waiter on release, long before its 5 s retry delay, with no attempt of its own', async () => {
       const holder = client();
-      const handedOver: boolean[] = [];
-      const waiter = client({
-        retryDelay: 5000,
-        retryJitter: 0,
-        onEvent: (e) => void (e.type === 'acquired' && handedOver.push(e.handedOver)),
-      });
-      // Subscribed before it waits: it makes no extra attempt when the subscriptions are confirmed.
-      await until(() => (waiter as unknown as { notifier: { isSubscribed: boolean } }).notifier.isSubscribed, 'the waiter subscribed');
+      const { waiter, handedOver } = await handOverWaiter(client);
       const held: Lock = await holder.acquire('wake', 10_000);
       const waiting = waiter.acquire('wake', 10_000);
       await until(async () => (await holder.inspect('wake')).waiters === 1, 'the waiter in the queue');

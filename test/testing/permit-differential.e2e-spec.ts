@@ -49,7 +49,7 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
   });
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
-  const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [7, 42, 3]; // seed 1 stopped drawing 'force -2' when admitted waiters began to keep their places
+  const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [7, 42, 4]; // seed 1 stopped drawing 'force -2' when admitted waiters began to keep their places; seed 3 drew no hand-over once releases began to hand permits over
   // Each resource's usual kind; another one is drawn now and then (a mismatch).
   const KINDS: Record<string, string> = { a: '2', b: 'rw', c: '3', d: '1' };
 
@@ -60,8 +60,10 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
     const memorySubscriber = memory.duplicate();
     const channels = ['p:wake:c1', 'p:wake:c2'];
     const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
-    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(`${c} ${m}`));
-    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(`${c} ${m}`));
+    // A hand-over's message carries a fencing token: a clock reading where a counter was reborn.
+    const message = (c: string, m: string) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`;
+    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
+    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
     await redisSubscriber.subscribe(...channels);
     await memorySubscriber.subscribe(...channels);
 
@@ -111,8 +113,8 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
           // A place near the clock now, not the run's start: both sides clamp a place over a second old to their own clock,
           // and a run that outlasts a second on a loaded machine would then order the same waiters differently.
           const since = Date.now() + pick([0, 0, 1, 2]);
-          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${since} ${entryTtl}`;
-          const keys = [holders, kindKey, ...(fencing ? [fence] : []), ...(fair ? queues : [])];
+          const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${since} ${entryTtl} ${pick([1, 2])}`;
+          const keys = [holders, kindKey, ...(fencing ? [fence] : []), ...(fair ? [...queues, `p:handover:${r}`] : [])];
           const ttl = short ? 1 : pick([30_000, 100_000]);
           const args = [member, ttl, kind, spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
           result = await run(PERMIT_ACQUIRE, keys, () => args);
@@ -138,7 +140,9 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
           const giveBack = random() < 0.85 ? member : '';
           const entryTtl = short ? 1 : 20_000;
           const args = fair ? [giveBack, kind, 'p:wake:', pick(['', ...waiters]), pick(['', '', ...waiters]), entryTtl] : [giveBack, kind];
-          result = await run(PERMIT_RELEASE, fair ? [holders, ...queues] : [holders], () => args);
+          // A release hands permits over: it is sent the kind key, and the counter with fencing on.
+          const keys = fair ? [holders, ...queues, `p:handover:${r}`, kindKey, ...(random() < 0.6 ? [fence] : [])] : [holders];
+          result = await run(PERMIT_RELEASE, keys, () => args);
           break;
         }
         case 'inspect': {
@@ -183,6 +187,8 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
     await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
     expect(published.memory).toEqual(published.redis);
     expect(published.redis.length).toBeGreaterThan(0);
+    // Hand-overs ('<channel> <waiter> <attempt> <token>') among them, not only wake-ups.
+    expect(published.redis.some((m) => m.split(' ').length === 4)).toBe(true);
     // The run met what it is meant to compare (a seed of DIFF_SEEDS that misses one is a poor seed, not a drift): permits taken (fenced or not) and refused, both mismatches, lost permits, holders' marks in the queues, every operator outcome.
     const wanted = [
       'acquire [1,"clock"]',
