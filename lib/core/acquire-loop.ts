@@ -29,6 +29,18 @@ import type { WakeNotifier } from './wake-notifier.js';
  */
 const CONNECT_WAIT = 2000;
 
+/**
+ * Longest wait for the rest of a quorum of hand-overs once one came, ms (or
+ * the node timeout, if shorter). A release reaches every node at about the
+ * same time, so the others' messages follow within moments; a node that did
+ * not hand over (for a permit: one where the waiter does not fit yet) sends
+ * nothing. Past this, the next attempt finds the lock or permit where it was
+ * handed over and takes the rest: a short wait costs at most an attempt, a
+ * long one (the node timeout is 100 ms for a 10 s ttl) was each such
+ * waiter's whole wait in the semaphore benchmark.
+ */
+const HANDOVER_GRACE = 10;
+
 /** What the loop uses of its client. */
 export interface AcquireHost {
   readonly set: NodeSet;
@@ -118,7 +130,12 @@ export class AcquireLoop {
         waits.counted = true;
         this.waiting++;
       }
-      const awaited = turn && { attempt, eligible: this.eligible(set, outcome.reports), quorum: set.quorum, grace: plan.nodeTimeout };
+      const awaited = turn && {
+        attempt,
+        eligible: this.eligible(set, outcome.reports),
+        quorum: set.quorum,
+        grace: Math.min(plan.nodeTimeout, HANDOVER_GRACE),
+      };
       const interrupted = await this.waitTurn(plan, turn, delay, awaited);
       if (interrupted) throw fail(interrupted);
       const handed = awaited && this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports);

@@ -10,7 +10,7 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import type { NodeKind, OpenedNodes } from '../support/node-kinds.js';
 import { until } from '../support/until.js';
-import { subscribed } from '../support/waiter.js';
+import { handOverWaiter, subscribed } from '../support/waiter.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 export function describeWaiting(kind: NodeKind): void {
@@ -184,6 +184,27 @@ export function describeWaiting(kind: NodeKind): void {
       expect(await waiting).toBeInstanceOf(LockAbortedError);
       await until(async () => (await keysLeft(raw, 'redlock:lock:*')).length + (await queueKeysLeft()).length === 0, 'no key left', 2000);
       await (await holder.acquire('unheard', 10_000, { retryCount: 0 })).release();
+    });
+
+    it('takes the lock with an attempt soon after a hand-over that reached too few nodes, not after its node timeout', async () => {
+      const holder = client();
+      const { waiter, handedOver } = await handOverWaiter((options) => client({ ...options, nodeTimeout: 2000 }));
+      const held = await holder.acquire('partial', 10_000);
+      await until(() => onEveryNode(raw, 'redlock:lock:partial'), 'the holder on every node');
+      const waiting = waiter.acquire('partial', 10_000);
+      const queued = () => Promise.all(raw.map((r) => r.zcard('redlock:queue:partial')));
+      await until(async () => (await queued()).every((n) => n === 1), 'the waiter queued on every node');
+      // Nodes 1 and 2 forget it: their releases hand the lock to no one, and only node 0 announces a hand-over.
+      for (const r of raw.slice(1)) await r.del('redlock:queue:partial', 'redlock:queue-deadlines:partial', 'redlock:handover:partial');
+      const released = performance.now();
+      await held.release();
+      const lock = await waiting;
+      // It waited a moment for the other nodes' announcements, not its 2 s node timeout, then
+      // its attempt found the lock handed over on node 0 and took the other two.
+      expect(performance.now() - released).toBeLessThan(1000);
+      expect(lock.attempts).toBe(2);
+      expect(handedOver).toEqual([false]);
+      await lock.release();
     });
 
     it('leaves the queue when it gives up before its first wait (acquireTimeout shorter than the retry delay)', async () => {
