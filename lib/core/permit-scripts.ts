@@ -56,23 +56,6 @@ local function keepFor(key, kindKey, kind, now)
 end
 `;
 
-/**
- * Lua: the fencing counter raised as an acquire raises it, above its value and at
- * least `floor` (a client's clock in µs, as text); returns the token as text. For
- * the hand-overs (GRANT in scripts.ts, and WAKE below), each pasting it.
- */
-export const RAISE_FENCE = `
-local function raiseFence(fence, floor, retention)
-  local c = tonumber(redis.call('SET', fence, floor, 'PX', retention, 'GET') or '')
-  if c and c >= tonumber(floor) then
-    local token = string.format('%.0f', c + 1)
-    redis.call('SET', fence, token, 'PX', retention)
-    return token
-  end
-  return floor
-end
-`;
-
 /** A queue entry's state: 'fresh' (a waiter), 'held' (admitted here: a holder's mark) or 'stale'. */
 const ENTRY_STATE = `
 local function entryState(d, id, now)
@@ -91,7 +74,7 @@ end
  * counter raised as an acquire raises it, and '<id> <attempt> <token>' published. It carries
  * ENTRY_STATE: the operators' scripts paste it too.
  */
-export const WAKE = `${ENTRY_STATE}${RAISE_FENCE}
+export const WAKE = `${ENTRY_STATE}
 local function handOver(d, id, now, hand)
   local ttl, attempt, retention, floor, member = string.match(redis.call('HGET', hand.handover, id) or '', '^(%S+) (%S+) (%S+) (%S+) (.*)$')
   -- No counter to raise (a releasing client with fencing off): only woken.
@@ -100,7 +83,14 @@ local function handOver(d, id, now, hand)
   redis.call('HSET', d, id, -(now + tonumber(ttl)))
   keepFor(hand.key, hand.kindKey, hand.kind, now)
   local token = '0'
-  if retention ~= '0' then token = raiseFence(hand.fence, floor, retention) end
+  if retention ~= '0' then
+    token = floor
+    local c = tonumber(redis.call('SET', hand.fence, floor, 'PX', retention, 'GET') or '')
+    if c and c >= tonumber(floor) then
+      token = string.format('%.0f', c + 1)
+      redis.call('SET', hand.fence, token, 'PX', retention)
+    end
+  end
   return id .. ' ' .. attempt .. ' ' .. token
 end
 local function wake(q, d, now, used, limit, prefix, skip, hand)

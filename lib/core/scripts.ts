@@ -1,6 +1,6 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
 import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
-import { PERMIT_SCRIPTS, RAISE_FENCE } from './permit-scripts.js';
+import { PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
@@ -323,7 +323,7 @@ export interface ReleaseArgs {
  * same script, so lifetimes of two holders' keys on a node stay disjoint, as
  * with SET NX.
  */
-const GRANT = `${RAISE_FENCE}
+const GRANT = `
 local function grant(lockKey, fenceKey, d, h, head, channel)
   local e = redis.call('HGET', h, head)
   local ttl, attempt, retention, floor, v
@@ -334,7 +334,14 @@ local function grant(lockKey, fenceKey, d, h, head, channel)
   end
   if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
     local token = '0'
-    if retention ~= '0' then token = raiseFence(fenceKey, floor, retention) end
+    if retention ~= '0' then
+      token = floor
+      local c = tonumber(redis.call('SET', fenceKey, floor, 'PX', retention, 'GET') or '')
+      if c and c >= tonumber(floor) then
+        token = string.format('%.0f', c + 1)
+        redis.call('SET', fenceKey, token, 'PX', retention)
+      end
+    end
     redis.call('PUBLISH', channel, head .. ' ' .. attempt .. ' ' .. token)
   else
     redis.call('PUBLISH', channel, head)

@@ -348,13 +348,13 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '8dcea96ad0b219b5acd7d70b4bbde12c76822fb0',
-  'leave-queue': 'a61efd1641f5bfdf1b0613a1085ae7ea0eb26d3b',
-  'force-release': '3e2e8fd82cdfd3b9ef2165b409eb64d3e382a9b3',
+  release: 'fd7dc2540a744f0e644396c13c32440f3a71d4e5',
+  'leave-queue': 'c9b569c14f8d486eaaa0026e2c3c8722a66ead31',
+  'force-release': '436181fb37254f63cac1ec71fd23b1af20b8e1ef',
   'permit-acquire': '505f4a1b696cfbb88d8d1e66b8e86a2283dd67b0',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '5a34d3baeca3ffe8b3793eb8e65d53d90bae00ce',
+  'permit-release': '30273f7afd2caf0b3b6f3f2dc55d317f082c88b5',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
