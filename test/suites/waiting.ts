@@ -188,7 +188,7 @@ export function describeWaiting(kind: NodeKind): void {
 
     it('takes the lock with an attempt soon after a hand-over that reached too few nodes, not after its node timeout', async () => {
       const holder = client();
-      const { waiter, handedOver } = await handOverWaiter((options) => client({ ...options, nodeTimeout: 2000 }));
+      const { waiter, handedOver } = await handOverWaiter((options) => client({ ...options, nodeTimeout: 2000 }), { shortGrace: true });
       const held = await holder.acquire('partial', 10_000);
       await until(() => onEveryNode(raw, 'redlock:lock:partial'), 'the holder on every node');
       const waiting = waiter.acquire('partial', 10_000);
