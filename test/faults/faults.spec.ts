@@ -18,6 +18,8 @@ import {
   type Window,
 } from './checker.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { checkedCommand } from '../support/resp.js';
+import { until } from '../support/until.js';
 
 /**
  * Fault-injection suite (`npm run test:faults`): WORKERS separate Node
@@ -483,16 +485,19 @@ function hungThenNeeded(others: readonly number[]): { phase2: { from: number; to
     await fleet.restart(4, { keepData: true });
     const back = now();
     end();
-    // Node 4 back for more than a second before the others hang, so every client has reconnected
-    // and checked it, counted from when it answers again: in a loaded KeyDB CI run the read-write
-    // row got 0/0/1/1/0/0 permits in phase 2, its workers having checked node 4 only once it was
-    // over a second old (restart guard exclusions of 0 ms), so after phase 2 had begun.
+    // Node 4 back for more than a second before the others hang, counted from when it answers again,
+    // and every client reconnected to it (as many connections as node 3 has): in loaded CI runs the
+    // read-write row got 0/0/1/1/0/0 permits in phase 2 on KeyDB, and 1/0/1/1/1/0 on Valkey with
+    // the second alone, its workers having reconnected (ioredis backs off between tries) and
+    // checked node 4 only once it was over a second old (restart guard exclusions of 0 ms), so
+    // after phase 2 had begun.
     await ctx.at(2500);
     const settle = back + 1200 - now();
     if (settle > 0) await sleep(settle);
+    await until(async () => (await connectedClients(4)) >= (await connectedClients(3)), 'every client reconnected to node 4', 15_000, 50);
     end = ctx.begin();
     phase2.from = now();
-    ctx.note(`node 4 answered ${Math.round(phase2.from - back)} ms before phase 2`);
+    ctx.note(`node 4 answered ${Math.round(phase2.from - back)} ms before phase 2, every client reconnected`);
     await Promise.all(others.map((i) => fleet.pause(i)));
     await sleep(1000);
     await Promise.all(others.map((i) => fleet.resume(i)));
@@ -500,6 +505,12 @@ function hungThenNeeded(others: readonly number[]): { phase2: { from: number; to
     end();
   };
   return { phase2, schedule };
+}
+
+/** The clients connected to lock node `i` (INFO clients; this query's own connection included). */
+async function connectedClients(i: number): Promise<number> {
+  const info = String(await checkedCommand(fleet.node(i).port, ['INFO', 'clients']));
+  return Number(/connected_clients:(\d+)/.exec(info)![1]);
 }
 
 /** Sections each worker began inside `window`. */
