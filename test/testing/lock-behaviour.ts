@@ -290,7 +290,11 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
         expect(await busyNow(b, resource)).toBe(false);
       }
       await heldB.release();
-      await until(async () => (await b.inspect('b')).heldOn === 0, 'b released on every node');
+      let seen: unknown;
+      await until(
+        async () => (seen = await b.inspect('b')).heldOn === 0,
+        () => `b released on every node (last seen: ${JSON.stringify(seen)})`,
+      );
       const all = await b.acquire(['a', 'b', 'c'], 5000, { retryCount: 0 });
       for (const resource of ['a', 'b', 'c']) expect(await busyNow(a, resource)).toBe(true);
       expect(await busyNow(a, ['c', 'd'])).toBe(true);
