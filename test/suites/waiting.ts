@@ -221,14 +221,19 @@ export function describeWaiting(kind: NodeKind): void {
     it('shares one resource fairly among eight contending clients', async () => {
       const contenders = Array.from({ length: 8 }, () => client({ retryDelay: 100 }));
       const counts = contenders.map(() => 0);
-      let longestWait = 0;
+      // Fairness counted in turns, not in ms (a loaded machine stretches every wait): how many
+      // locks the others took while one contender waited. In queue order that is at most the
+      // other 7; an unfair lock lets a releasing client take it straight back, hundreds of times.
+      let taken = 0;
+      let mostOvertaken = 0;
       const end = performance.now() + 1500;
       await Promise.all(
         contenders.map(async (redlock, i) => {
           while (performance.now() < end) {
-            const asked = performance.now();
+            const before = taken;
             const lock = await redlock.acquire('contended', 5000, { retryCount: 1000 });
-            longestWait = Math.max(longestWait, performance.now() - asked);
+            mostOvertaken = Math.max(mostOvertaken, taken - before);
+            taken++;
             counts[i]!++;
             await sleep(1);
             await lock.release();
@@ -238,7 +243,8 @@ export function describeWaiting(kind: NodeKind): void {
       const worst = Math.min(...counts);
       const best = Math.max(...counts);
       expect(worst).toBeGreaterThanOrEqual(best / 2);
-      expect(longestWait).toBeLessThan(500);
+      // Some slack over 7: an entry not refreshed in time (its process stalled) is skipped once.
+      expect(mostOvertaken).toBeLessThanOrEqual(2 * 7);
     });
   });
 }
