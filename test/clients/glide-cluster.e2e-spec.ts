@@ -54,7 +54,9 @@ async function flushShards(): Promise<void> {
 
 describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
   it('excludes concurrent holders and grows fencing tokens, with keys spread over shards', async () => {
-    const redlock = new Redlock({ nodes: nodes(), retryCount: 1000, retryDelay: 2 });
+    // The tests' node timeout, not the default 50 ms: a shard's first NOSCRIPT answered later than
+    // that gets no EVAL (see sendScript), and under load a shard could end up with no fencing counter.
+    const redlock = new Redlock({ nodes: nodes(), retryCount: 1000, retryDelay: 2, nodeTimeout: TEST_NODE_TIMEOUT });
     try {
       const seeds = cluster.seeds.map((s) => `127.0.0.1:${s.port}`).sort();
       expect(redlock.nodeLabels[0]).toBe(`cluster(${seeds.join(',')})`);
