@@ -46,7 +46,11 @@ export interface LockConnection {
   evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void;
   /** `SET key value PX ttl NX` (the plain protocol's acquire): `done(undefined, 'OK' | null)`. */
   setNx(key: string, value: string, ttl: string, done: Done): void;
-  /** Loads the scripts on the current connection; never rejects (a NOSCRIPT fallback covers a failure). */
+  /**
+   * Loads the scripts on the current connection, on every primary of a cluster;
+   * never rejects (a NOSCRIPT fallback covers a failure). Called when the
+   * connection is ready, and again after a NOSCRIPT answered too late for its EVAL.
+   */
   loadScripts(scripts: readonly Script[]): Promise<void>;
   /**
    * One SCAN step per server behind this connection (a cluster's masters, in

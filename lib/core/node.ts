@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import type { LockConnection } from './connection.js';
 import { connectionFor, type NodeSpec } from './clients/connection-for.js';
 import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
-import type { Call, Script } from './script.js';
+import { NoscriptTooLateError, type Call, type Script } from './script.js';
 
 /** Ms after a failed restart check (not a refusal) before the next, while connected. */
 const RECHECK_AFTER = 200;
@@ -27,6 +27,8 @@ export class LockNode {
   private verified: Promise<void> = Promise.resolve();
   /** The scripts loaded on the current connection (see NODE_SCRIPTS). */
   private loaded: Promise<void> = Promise.resolve();
+  /** A reload after a late NOSCRIPT is under way: one at a time, however many calls found the scripts missing. */
+  private reloading = false;
   /**
    * Commands given to this node and not yet answered (including those waiting
    * for the first connection), oldest first: each one's way to fail it and
@@ -210,6 +212,7 @@ export class LockNode {
       open = false;
       this.pending.delete(settle);
       if (this.pending.size === 0) this.hung = false;
+      if (error instanceof NoscriptTooLateError) this.reloadScripts();
       done(error, reply);
     };
     this.pending.set(settle, performance.now());
@@ -233,6 +236,17 @@ export class LockNode {
     } catch (error) {
       settle(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+
+  /**
+   * Loads them again after a NOSCRIPT that came too late for its EVAL (a flushed
+   * or restarted node, a cluster shard failed over, slower than the node timeout
+   * for now): without it the node would lack them until a NOSCRIPT came in time.
+   */
+  private reloadScripts(): void {
+    if (this.reloading) return;
+    this.reloading = true;
+    void this.connection.loadScripts(NODE_SCRIPTS).finally(() => (this.reloading = false));
   }
 
   /** Fails every unanswered command (their connection is gone). */

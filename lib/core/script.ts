@@ -113,8 +113,20 @@ export function scriptFailed(
 ): void {
   const failed = (error: unknown) => done(error ?? new Error(`${script.name} failed`));
   if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return failed(error);
-  if (performance.now() > fallbackUntil) return failed(new Error(`${error.message} (answered too late to send the script)`));
+  if (performance.now() > fallbackUntil) return failed(new NoscriptTooLateError(error.message));
   client.eval(script.lua, keys.length, ...keys, ...args).then((reply) => done(undefined, reply), failed);
+}
+
+/**
+ * A NOSCRIPT that came back after the caller's node timeout, so no EVAL went
+ * with it: the node lacks the script still, and its node loads it again (see
+ * `LockNode.send`), or it would answer NOSCRIPT to every call while it stays
+ * slower than the timeout, and late again the moment it is not.
+ */
+export class NoscriptTooLateError extends Error {
+  constructor(message: string) {
+    super(`${message} (answered too late to send the script)`);
+  }
 }
 
 /** `sendScript` as a promise: the one promise adapter, for paths off the lock's hot path. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { ACQUIRE } from '../../lib/core/scripts.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
@@ -22,6 +23,16 @@ afterAll(async () => {
   await clusterClient?.quit().catch(() => undefined);
   await Promise.all([cluster?.stop(), standalone?.stop()]);
 });
+
+/** Runs `f` on a connection of its own to one shard's server. */
+async function withShard<T>(port: number, f: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis(port);
+  try {
+    return await f(r);
+  } finally {
+    r.disconnect();
+  }
+}
 
 describe('a Redis Cluster as a lock node', () => {
   it('excludes concurrent holders and grows fencing tokens, with keys spread over shards', async () => {
@@ -64,6 +75,19 @@ describe('a Redis Cluster as a lock node', () => {
         return counts.filter((k) => k > 0).length;
       };
       await until(async () => (await shardsWithFences()) > 1, 'fencing counters on several shards');
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  it('loads its scripts on every master when it starts, not at the first NOSCRIPT of each shard', async () => {
+    await Promise.all(cluster.nodes.map((n) => withShard(n.port, (r) => r.script('FLUSH'))));
+    const redlock = new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      await redlock.ready();
+      // A shard's first NOSCRIPT answered after the node timeout (a loaded host) gets no EVAL.
+      const loaded = await Promise.all(cluster.nodes.map((n) => withShard(n.port, (r) => r.script('EXISTS', ACQUIRE.sha))));
+      expect(loaded).toEqual(cluster.nodes.map(() => [1]));
     } finally {
       await redlock.close();
     }

@@ -7,7 +7,7 @@ import { onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
-import { RELEASE } from '../../lib/core/scripts.js';
+import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 
 let fleet: RedisFleet;
 let raw: Redis[];
@@ -339,6 +339,27 @@ describe('after a SCRIPT FLUSH (issue 18.12)', () => {
       await noscript; // the acquire's NOSCRIPT is back (long after the 50 ms node timeout)
       await new Promise((resolve) => setImmediate(resolve)); // its handler has run
       expect(evals).toEqual([]); // no late acquire script that would set a key nobody holds
+    } finally {
+      slow.disconnect();
+      await proxy.stop();
+    }
+  });
+});
+
+describe('a node that lost its scripts and answers later than the node timeout', () => {
+  it('gets them loaded again after its late NOSCRIPT, instead of answering NOSCRIPT until one comes in time', async () => {
+    // Node 0 is 100 ms away each way; the node timeout is 50 ms: every answer of its is late.
+    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100);
+    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
+    const acquireLoaded = async () => ((await raw[0]!.script('EXISTS', ACQUIRE.sha)) as number[])[0] === 1;
+    try {
+      const redlock = client({ nodes: [slow, fleet.urls[1]!, fleet.urls[2]!], nodeTimeout: 50, retryCount: 0 });
+      await until(acquireLoaded, 'the scripts loaded on node 0 when it connected');
+      await raw[0]!.script('FLUSH'); // lost (a restart the connection did not see, a flush)
+      const lock = await redlock.acquire('reloaded', 5000); // held on nodes 1 and 2; node 0's NOSCRIPT comes late
+      // No EVAL went with the late NOSCRIPT: the acquire script is there again only if it was loaded for it.
+      await until(acquireLoaded, 'the acquire script on node 0 again');
+      await lock.release();
     } finally {
       slow.disconnect();
       await proxy.stop();

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Redlock, type NodeSpec } from '../../lib/index.js';
 import { connectionFor } from '../../lib/core/clients/connection-for.js';
+import { ACQUIRE } from '../../lib/core/scripts.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
@@ -60,6 +61,24 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     const seeds = cluster.seeds.map((s) => `127.0.0.1:${s.port}`).sort();
     expect(connection.identity).toBe(`cluster(${seeds.join(',')})`);
     expect(() => new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls, nodeRedis as NodeSpec] })).toThrow(InvalidArgumentError);
+  });
+
+  it('loads its scripts on every master when it starts, not at the first NOSCRIPT of each shard', async () => {
+    const onShards = (f: (r: Redis) => Promise<unknown>) =>
+      Promise.all(
+        cluster.nodes.map(async (n) => {
+          const r = new Redis(n.port);
+          try {
+            return await f(r);
+          } finally {
+            r.disconnect();
+          }
+        }),
+      );
+    await onShards((r) => r.script('FLUSH'));
+    await redlock().ready();
+    // A shard's first NOSCRIPT answered after the node timeout (a loaded host) gets no EVAL.
+    expect(await onShards((r) => r.script('EXISTS', ACQUIRE.sha))).toEqual(cluster.nodes.map(() => [1]));
   });
 
   it('lists locks over every master with SCAN, and force-releases one', async () => {

@@ -114,10 +114,11 @@ export class IoredisConnection implements LockConnection {
   }
 
   loadScripts(scripts: readonly Script[]): Promise<void> {
-    // A Cluster's shards each load a script at its first NOSCRIPT.
-    if (this.isCluster) return Promise.resolve();
+    // On a Cluster, every master: a shard's first NOSCRIPT, answered after the node timeout on a
+    // loaded host, gets no EVAL (see LockConnection.evalsha). A shard added later loads them on its first.
+    const servers: Redis[] = this.isCluster ? (this.#client as unknown as Cluster).nodes('master') : [this.#client];
     this.cork();
-    return Promise.all(scripts.map((script) => this.#client.script('LOAD', script.lua))).then(
+    return Promise.all(servers.flatMap((server) => scripts.map((script) => server.script('LOAD', script.lua)))).then(
       () => undefined,
       () => undefined,
     );

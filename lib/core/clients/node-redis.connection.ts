@@ -147,9 +147,18 @@ export class NodeRedisConnection implements LockConnection {
   }
 
   loadScripts(scripts: readonly Script[]): Promise<void> {
-    // A cluster's shards each load a script at its first NOSCRIPT.
-    if (this.isCluster) return Promise.resolve();
-    return quietly(Promise.all(scripts.map((script) => this.#send(undefined, ['SCRIPT', 'LOAD', script.lua]))));
+    if (!this.isCluster) return quietly(Promise.all(scripts.map((script) => this.#send(undefined, ['SCRIPT', 'LOAD', script.lua]))));
+    // On a cluster, every primary: a shard's first NOSCRIPT, answered after the node timeout on a
+    // loaded host, gets no EVAL (see LockConnection.evalsha). A shard added later loads them on its first.
+    const cluster = this.#client;
+    return quietly(
+      Promise.all(
+        (cluster.masters ?? []).map(async (master) => {
+          const shard = await cluster.nodeClient!(master);
+          await Promise.all(scripts.map((script) => shard.sendCommand(['SCRIPT', 'LOAD', script.lua], RAW)));
+        }),
+      ),
+    );
   }
 
   scanners(): readonly ScanStep[] {
