@@ -29,6 +29,14 @@ export type Wake = (node?: number, grant?: Grant) => void;
 export class WakeNotifier {
   // The nodes and the subscriber connections carry the nodes' credentials: truly private.
   readonly #nodes: readonly LockNode[];
+  /**
+   * Per node, whether another node is a database of the same server. Pub/sub
+   * ignores databases: such a node's subscription hears every node's messages
+   * on that server, so a hand-over it hears may come from another database and
+   * counts as a wake-up only (the attempt that follows finds the lock where it
+   * was handed over). Counted per node, one release would look like a quorum.
+   */
+  readonly #sharesServer: readonly boolean[];
   #subscriptions: Subscription[] | undefined;
   #closed = false;
   /** Settles when every node confirmed (or refused) the subscription. */
@@ -43,6 +51,8 @@ export class WakeNotifier {
     readonly channel: string,
   ) {
     this.#nodes = nodes;
+    const servers = nodes.map((node) => serverOf(node.identity));
+    this.#sharesServer = servers.map((server, i) => servers.some((other, j) => j !== i && other === server));
   }
 
   /** True once this client's channel is subscribed on every node that could be reached. */
@@ -87,6 +97,7 @@ export class WakeNotifier {
     if (space < 0) return this.waiters.get(message)?.(node);
     const wake = this.waiters.get(message.slice(0, space));
     if (!wake) return;
+    if (this.#sharesServer[node]) return wake(node);
     const second = message.indexOf(' ', space + 1);
     wake(node, { attempt: Number(message.slice(space + 1, second)), token: Number(message.slice(second + 1)) });
   }
@@ -102,4 +113,9 @@ export class WakeNotifier {
     this.confirmed = confirmed;
     return confirmed;
   }
+}
+
+/** A node's server: its identity without the database (`host:port/2` -> `host:port`). */
+function serverOf(identity: string): string {
+  return identity.replace(/\/\d+$/, '');
 }
