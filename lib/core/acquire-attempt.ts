@@ -16,8 +16,14 @@ export type AttemptOutcome =
       readonly expiresAt: number;
       /** The fencing token; undefined with fencing off. */
       readonly token: number | undefined;
-      /** Some node refused: a waiter may be queued there. */
+      /** Some node refused when the round was decided: a waiter may be queued there. */
       readonly refused: boolean;
+      /**
+       * Nodes the acquire went to that have not said yes (see `RoundResult.unconfirmed`):
+       * while any, a waiter may be queued there. For the release: a node still
+       * silent at the decision may refuse (and queue the waiter) a moment later.
+       */
+      readonly unconfirmed: { readonly count: number };
       readonly sent: readonly boolean[];
     }
   | {
@@ -60,7 +66,17 @@ export async function attemptAcquire(
   const sent = round.sent;
   if (reachedQuorum && (confirmed?.ok ?? true) && validity > 0 && wanted()) {
     const refused = round.reports.some((r) => r.outcome === 'busy');
-    return { taken: true, elapsed, reports, validity, expiresAt: t0 + elapsed + validity, token: confirmed?.token, refused, sent };
+    return {
+      taken: true,
+      elapsed,
+      reports,
+      validity,
+      expiresAt: t0 + elapsed + validity,
+      token: confirmed?.token,
+      refused,
+      unconfirmed: round.unconfirmed,
+      sent,
+    };
   }
   const heard = await undo(set, plan, round);
   return { taken: false, elapsed, reports: reachedQuorum ? reports : heard, reachedQuorum, sent };

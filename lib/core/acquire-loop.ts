@@ -190,6 +190,7 @@ export class AcquireLoop {
       expiresAt: began + elapsed + validity,
       token: handed.token,
       refused: true,
+      unconfirmed: HANDED_OVER,
       sent: queuedOn,
     };
   }
@@ -241,21 +242,32 @@ export class AcquireLoop {
     });
     // A waiter stays in the queues while it holds the lock (the key keeps the
     // others out anyway) and leaves them in its release: no round of its own.
-    // Only an attempt some node refused can have queued it.
-    const queuedAs = plan.waiter && (attempt > 1 || outcome.refused) ? plan.waiter : '';
+    // Only an attempt some node refused can have queued it: an earlier one, or
+    // this one on a node that refused it after the round was decided (asked at
+    // the release: left there, its fresh entry would be handed the freed key by
+    // its own release, a key nobody holds for a ttl).
+    const waiter = plan.waiter;
     if (plan.permit) {
       // Where a node refused it, a permit holder is a waiter still, counted against
       // the limit twice: it leaves those queues now. Where a node admitted it, it
       // kept its place marked as a holder's (any attempt queues it there), and
       // leaves in its release.
-      if (queuedAs)
+      if (waiter && (attempt > 1 || outcome.refused))
         this.leaveQueue(
           plan,
           queuedOn.map((q, i) => q && outcome.reports[i]?.outcome !== 'ok'),
         );
-      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: plan.waiter, permit: plan.permit.calls });
+      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: waiter, permit: plan.permit.calls });
     } else {
-      locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs });
+      const queued = attempt > 1 || outcome.refused;
+      const unsure = waiter !== '' && !queued;
+      locks.add(lock, {
+        keys: plan.keys,
+        sentTo: outcome.sent,
+        queuedAs: queued ? waiter : '',
+        waiter: unsure ? waiter : undefined,
+        unconfirmed: unsure ? outcome.unconfirmed : undefined,
+      });
     }
     if (plan.autoExtend) lock.startAutoExtend();
     if (!listening()) return lock;
@@ -299,6 +311,9 @@ export class AcquireLoop {
     void callRound(plan.leave(), doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
   }
 }
+
+/** A lock handed over was queued by an attempt before (its release leaves the queues whatever this says). */
+const HANDED_OVER = { count: 0 };
 
 /** A node said the resource is held as another kind of lock (see PERMIT_ACQUIRE): the call is refused, typed. */
 function kindMismatch(plan: AcquirePlan, reports: readonly NodeReport[]): LockKindMismatchError | undefined {

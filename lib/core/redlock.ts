@@ -296,10 +296,10 @@ export class Redlock {
     const wasHeld = this.locks.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving: held.queuedAs } : undefined;
+    const leaving = held.unconfirmed && held.unconfirmed.count > 0 ? held.waiter! : held.queuedAs;
+    const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving } : undefined;
     const call =
-      held.permit?.release({ member: true, leaving: held.queuedAs, skip: '' }) ??
-      RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
+      held.permit?.release({ member: true, leaving, skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {
       nodes: this.#set.nodes,
       quorum: this.#set.quorum,

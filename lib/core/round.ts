@@ -29,6 +29,13 @@ export interface RoundResult {
   readonly settled: Promise<void>;
   /** Which nodes the command was sent to. */
   readonly sent: readonly boolean[];
+  /**
+   * How many nodes it was sent to have not said yes (refused, failed, or not
+   * answered yet; an answer past the deadline stays uncounted), kept up to date
+   * as answers come after the decision. A small object of its own: whoever
+   * keeps it for later keeps none of the round.
+   */
+  readonly unconfirmed: { readonly count: number };
 }
 
 /**
@@ -87,6 +94,7 @@ class Tally<N extends RoundNode> {
   private readonly outcomes: (NodeReport | undefined)[];
   private readonly yes: { index: number; value: number }[] = [];
   private readonly sent: boolean[];
+  private readonly unconfirmed = { count: 0 };
   private answered = 0;
   private no = 0;
   /** Nodes not heard from yet. */
@@ -150,6 +158,7 @@ class Tally<N extends RoundNode> {
       return;
     }
     this.sent[index] = true;
+    this.unconfirmed.count++;
     const done: Done = (error, reply) => this.answer(node, index, error, reply);
     try {
       send(node, done);
@@ -179,6 +188,7 @@ class Tally<N extends RoundNode> {
     // An answer after the deadline stays a timeout; one after an early decision fills in `pending`.
     if (this.timedOut) return;
     this.outcomes[index] = report;
+    if (report.outcome === 'ok' && this.sent[index]) this.unconfirmed.count--;
     if (--this.silent === 0) {
       clearTimeout(this.timer);
       this.finish();
@@ -204,6 +214,7 @@ class Tally<N extends RoundNode> {
         performance.now() - this.started,
         snapshot('timeout'),
         this.sent,
+        this.unconfirmed,
         this,
       ),
     );
@@ -218,6 +229,7 @@ class Decided implements RoundResult {
     readonly elapsed: number,
     readonly late: () => readonly NodeReport[],
     readonly sent: readonly boolean[],
+    readonly unconfirmed: { readonly count: number },
     private readonly tally: { whenSettled(): Promise<void> },
   ) {}
 

@@ -367,6 +367,27 @@ describe('a node that lost its scripts and answers later than the node timeout',
   });
 });
 
+describe('a node that refuses an acquire after the round was decided', () => {
+  it('has the holder leave its queue there in the release, so that its own release does not hand it the freed key', async () => {
+    const proxy = await TcpProxy.latency(fleet.nodes[2]!.port, 100, 100); // node 2 answers 200 ms after the others
+    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
+    try {
+      // Another value on node 2 (a failed attempt's key whose undo is still to come): it refuses.
+      await raw[2]!.set('redlock:lock:late-refusal', 'someone-else', 'PX', 10_000);
+      const redlock = client({ nodes: [fleet.urls[0]!, fleet.urls[1]!, slow], nodeTimeout: 2000, retryDelay: 5000 });
+      await redlock.ready();
+      const lock = await redlock.acquire('late-refusal', 10_000); // decided on nodes 0 and 1
+      // Node 2's refusal came after the decision, and queued the caller there (for 2 x (5000 + 2000) + 100 ms).
+      await until(async () => (await raw[2]!.zcard('redlock:queue:late-refusal')) === 1, 'queued on node 2');
+      await lock.release();
+      await until(async () => (await raw[2]!.zcard('redlock:queue:late-refusal')) === 0, 'the holder gone from the queue of node 2', 2000);
+    } finally {
+      slow.disconnect();
+      await proxy.stop();
+    }
+  });
+});
+
 describe('a waiter that gives up (issue 18.12)', () => {
   it('leaves the queue of a node that looked hung, instead of keeping its reservation there until the entry expires', async () => {
     const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100); // node 0: slower than the node timeout
