@@ -76,9 +76,11 @@ end
  */
 export const WAKE = `${ENTRY_STATE}
 local function handOver(d, id, now, hand)
-  local ttl, attempt, retention, floor, member = string.match(redis.call('HGET', hand.handover, id) or '', '^(%S+) (%S+) (%S+) (%S+) (.*)$')
-  -- No counter to raise (a releasing client with fencing off): only woken.
-  if not member or (retention ~= '0' and not hand.fence) then return false end
+  local ttl, attempt, retention, floor, kind, member = string.match(redis.call('HGET', hand.handover, id) or '', '^(%S+) (%S+) (%S+) (%S+) (%S+) (.*)$')
+  -- No counter to raise (a releasing client with fencing off), or a waiter for
+  -- another kind of lock (the resource was mixed up; its next attempt says so,
+  -- typed): only woken.
+  if not member or kind ~= hand.kind or (retention ~= '0' and not hand.fence) then return false end
   redis.call('ZADD', hand.key, now + tonumber(ttl), member)
   redis.call('HSET', d, id, -(now + tonumber(ttl)))
   keepFor(hand.key, hand.kindKey, hand.kind, now)
@@ -188,7 +190,7 @@ if waiter then
   -- hash of its own: the deadlines stay numbers, as an earlier version's scripts
   -- (another process, during a rolling deploy) read them.
   if h and not admitted then
-    redis.call('HSET', h, waiter, ttl .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. member)
+    redis.call('HSET', h, waiter, ttl .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. kind .. ' ' .. member)
     redis.call('PEXPIRE', h, entryTtl)
   end
 end

@@ -135,12 +135,12 @@ if blocker or reserved then
     end
     -- A waiter for one resource leaves what a release needs to hand the lock over
     -- to it (see GRANT): ttl, attempt, counter retention and floor ('0 0' with
-    -- fencing off), value. In a hash of its own: the deadlines stay numbers, as
+    -- fencing off), the kind of lock ('m', a mutex), value. In a hash of its own: the deadlines stay numbers, as
     -- an earlier version's scripts, still running on another process during a
     -- rolling deploy, read them.
     if n == 1 then
       local h = K[q0 + 3]
-      redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. value)
+      redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' m ' .. value)
       redis.call('PEXPIRE', h, entryTtl)
     end
   end
@@ -327,7 +327,9 @@ const GRANT = `
 local function grant(lockKey, fenceKey, d, h, head, channel)
   local e = redis.call('HGET', h, head)
   local ttl, attempt, retention, floor, v
-  if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) (.*)$') end
+  -- A mutex waiter's only ('m'): a permit waiter queued here (the resource was
+  -- mixed up; its next attempt says so, typed) is only woken.
+  if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) m (.*)$') end
   if v then
     local t = redis.call('TIME')
     if tonumber(redis.call('HGET', d, head) or '0') < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then v = nil end
@@ -438,7 +440,7 @@ for i = 1, #KEYS, 2 do
   redis.call('HDEL', d, ARGV[1])
   redis.call('HDEL', h, ARGV[1])
   local freed = false
-  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ (.*)$')
+  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ m (.*)$')
   if v and redis.call('GET', lockKey) == v then
     redis.call('DEL', lockKey)
     freed = true

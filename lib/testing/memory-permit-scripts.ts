@@ -44,10 +44,10 @@ export interface Hand {
 
 /** WAKE's handOver: the permit handed over to waiter `id`, and the message saying so; undefined when its entry carries none. */
 function handOver(ops: Ops, d: string, id: string, now: number, hand: Hand): string | undefined {
-  const match = /^(\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(ops.hget(hand.handover, id) ?? '');
+  const match = /^(\S+) (\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(ops.hget(hand.handover, id) ?? '');
   if (!match) return undefined;
-  const [, ttl, attempt, retention, floor, member] = match as unknown as [string, string, string, string, string, string];
-  if (retention !== '0' && hand.fence === undefined) return undefined;
+  const [, ttl, attempt, retention, floor, kind, member] = match as unknown as [string, string, string, string, string, string, string];
+  if (kind !== hand.kind || (retention !== '0' && hand.fence === undefined)) return undefined;
   ops.zadd(hand.key, now + Number(ttl), member);
   ops.hset(d, id, String(-(now + Number(ttl))));
   keepFor(ops, hand.key, hand.kindKey, hand.kind, now);
@@ -151,7 +151,7 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
   const parts = fair && spec !== '-' ? spec.split(' ') : undefined;
   let admitted = mine || used + w <= limit;
   if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, queue, parts?.[0], now, limit - used - w, limit);
-  // A refused waiter's hand-over: ttl, attempt, retention and floor ('0 0' with fencing off), member.
+  // A refused waiter's hand-over: ttl, attempt, retention and floor ('0 0' with fencing off), kind, member.
   if (parts)
     joinQueue(
       ops,
@@ -159,7 +159,7 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
       parts,
       now,
       admitted ? Number(ttl) : undefined,
-      `${ttl} ${parts[3]} ${retention ?? '0'} ${floor ?? '0'} ${member}`,
+      `${ttl} ${parts[3]} ${retention ?? '0'} ${floor ?? '0'} ${kind} ${member}`,
     );
   if (!admitted) return [0, -1];
   ops.zadd(key, now + Number(ttl), member);

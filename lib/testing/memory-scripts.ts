@@ -109,7 +109,8 @@ function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall
 
 /** A waiter's hand-over (see ACQUIRE and GRANT), when it left one. */
 function handOverOf(entry: string | null): { ttl: string; attempt: string; retention: string; floor: string; value: string } | undefined {
-  const match = entry === null ? null : /^(\S+) (\S+) (\S+) (\S+) (.*)$/s.exec(entry);
+  // A mutex waiter's only (kind 'm'), as GRANT's.
+  const match = entry === null ? null : /^(\S+) (\S+) (\S+) (\S+) m (.*)$/s.exec(entry);
   if (!match) return undefined;
   const [, ttl, attempt, retention, floor, value] = match;
   return { ttl: ttl!, attempt: attempt!, retention: retention!, floor: floor!, value: value! };
@@ -132,7 +133,7 @@ function joinQueues(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], 
   // A waiter for one resource leaves its hand-over (ARGV without the prefix length).
   if (call.n === 1) {
     const h = queueKeys(KEYS, call, 1)[2];
-    ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} ${call.value}`);
+    ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} m ${call.value}`);
     ops.pexpire(h, call.entryTtl!);
   }
 }
@@ -278,7 +279,8 @@ const release: Implementation = (ops, locks, sentArgv) => {
  */
 function grant(ops: Ops, lockKey: string, fenceKey: string, deadlines: string, handovers: string, head: string, channel: string): void {
   const entry = handOverOf(ops.hget(handovers, head));
-  if (!entry || (luaNumber(ops.hget(deadlines, head)) ?? 0) < ops.clockMs() || ops.get(lockKey) !== null) {
+  // exists, not get: a permit's holders there (the resource mixed up) make GRANT's SET NX fail, not raise WRONGTYPE.
+  if (!entry || (luaNumber(ops.hget(deadlines, head)) ?? 0) < ops.clockMs() || ops.exists(lockKey) > 0) {
     ops.publish(channel, head);
     return;
   }
@@ -343,18 +345,18 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '3a2b51d1d9296a7a84c4702351e030dc85417acc',
+  acquire: 'af189510616cf260a7ff68debc547ba44cb26d5e',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'fd7dc2540a744f0e644396c13c32440f3a71d4e5',
-  'leave-queue': 'c9b569c14f8d486eaaa0026e2c3c8722a66ead31',
-  'force-release': '436181fb37254f63cac1ec71fd23b1af20b8e1ef',
-  'permit-acquire': '505f4a1b696cfbb88d8d1e66b8e86a2283dd67b0',
+  release: 'dabd20132e278246d51aafb89930d2c3eeb63261',
+  'leave-queue': '88ee643aef8e91201df06630977fe6b494577dcc',
+  'force-release': '5fc0756f1f505a8e1b07a6226f5cc05c7ed18652',
+  'permit-acquire': 'a8ba2fe8ba54b8e77f1d2e78bfe578ca87114c75',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '30273f7afd2caf0b3b6f3f2dc55d317f082c88b5',
+  'permit-release': 'f66ef173b6c49db8fe1c3a436d2d826a6fcc0a4b',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
