@@ -324,6 +324,26 @@ export interface ReleaseArgs {
  * with SET NX.
  */
 const GRANT = `
+-- The first waiter in line whose entry is fresh (or \`keep\`, whatever its entry):
+-- stale entries before it (waiters that crashed, or left without a word) are
+-- dropped, as ACQUIRE drops them, so that the lock goes to the next live waiter
+-- instead of a message nobody reads.
+local function firstFresh(q, d, h, keep)
+  local head = redis.call('ZRANGE', q, 0, 0)[1]
+  local now
+  while head and head ~= keep do
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    if tonumber(redis.call('HGET', d, head) or '0') >= now then return head end
+    redis.call('ZREM', q, head)
+    redis.call('HDEL', d, head)
+    redis.call('HDEL', h, head)
+    head = redis.call('ZRANGE', q, 0, 0)[1]
+  end
+  return head
+end
 local function grant(lockKey, fenceKey, d, h, head, channel)
   local e = redis.call('HGET', h, head)
   local ttl, attempt, retention, floor, v
@@ -396,7 +416,7 @@ for i = 1, #KEYS do
   if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    local head = firstFresh(q, d, h, ARGV[4])
     if head and head ~= ARGV[4] then
       grant(KEYS[i], base .. 'fence:' .. rest, d, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
     end
@@ -446,7 +466,7 @@ for i = 1, #KEYS, 2 do
     freed = true
   end
   if first == ARGV[1] or freed then
-    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    local head = firstFresh(q, d, h)
     if head then grant(lockKey, base .. 'fence:' .. rest, d, h, head, ARGV[2] .. string.match(head, '^[^.]*')) end
   end
 end

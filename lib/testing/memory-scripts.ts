@@ -87,6 +87,17 @@ function scanLocks(ops: Ops, KEYS: readonly string[], call: AcquireCall): { mine
   return { mine };
 }
 
+/** GRANT's firstFresh: the first waiter whose entry is fresh (or `keep`), stale ones before it dropped. */
+function firstFresh(ops: Ops, q: string, d: string, h: string, keep?: string): string | undefined {
+  for (;;) {
+    const head = ops.zfirst(q);
+    if (head === undefined || head === keep || (luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) return head;
+    ops.zrem(q, head);
+    ops.hdel(d, head);
+    ops.hdel(h, head);
+  }
+}
+
 /**
  * Whether a free resource is reserved for a longer waiter whose entry is still
  * fresh; stale heads are dropped on the way. (The Lua takes a single key with
@@ -262,7 +273,7 @@ const release: Implementation = (ops, locks, sentArgv) => {
         ops.hdel(h, waiter);
       }
       if (freed) {
-        const head = ops.zfirst(q);
+        const head = firstFresh(ops, q, d, h, ARGV[3]);
         if (head !== undefined && head !== ARGV[3]) {
           grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), d, h, head, wakeChannel(ARGV[1]!, head));
         }
@@ -309,7 +320,7 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
     const freed = entry !== undefined && ops.get(lockKey) === entry.value;
     if (freed) ops.del(lockKey);
     if (first === ARGV[0] || freed) {
-      const head = ops.zfirst(q);
+      const head = firstFresh(ops, q, d, h);
       if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, d, h, head, wakeChannel(ARGV[1]!, head));
     }
   }
@@ -350,8 +361,8 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'dabd20132e278246d51aafb89930d2c3eeb63261',
-  'leave-queue': '88ee643aef8e91201df06630977fe6b494577dcc',
+  release: 'bc1f45324974df09645c02c0f4b2d29ef230eb5d',
+  'leave-queue': 'a2b6728270f7d26f9d2e1b4060d71be4e21c8141',
   'force-release': '5fc0756f1f505a8e1b07a6226f5cc05c7ed18652',
   'permit-acquire': 'a8ba2fe8ba54b8e77f1d2e78bfe578ca87114c75',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',

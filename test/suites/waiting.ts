@@ -186,6 +186,33 @@ export function describeWaiting(kind: NodeKind): void {
       await (await holder.acquire('unheard', 10_000, { retryCount: 0 })).release();
     });
 
+    it('hands the lock to the first live waiter, past the stale entry of a waiter that crashed', async () => {
+      const holder = client();
+      const { waiter, handedOver } = await handOverWaiter(client);
+      const held = await holder.acquire('crashed', 10_000);
+      // First in line on every node: a waiter that crashed, its entry stale (an attempt refused by a
+      // held key leaves the queue as it is).
+      await Promise.all(
+        raw.map((r) =>
+          r
+            .multi()
+            .zadd('redlock:queue:crashed', Date.now() - 5000, 'crashed.1')
+            .hset('redlock:queue-deadlines:crashed', 'crashed.1', Date.now() - 1)
+            .exec(),
+        ),
+      );
+      const waiting = waiter.acquire('crashed', 10_000);
+      await until(
+        async () => (await Promise.all(raw.map((r) => r.zcard('redlock:queue:crashed')))).every((n) => n === 2),
+        'queued behind it',
+      );
+      await held.release();
+      // Handed over by the release, not taken by an attempt 5 s later (its retry delay).
+      const lock = await waiting;
+      expect([lock.attempts, handedOver]).toEqual([1, [true]]);
+      await lock.release();
+    });
+
     it('takes the lock with an attempt soon after a hand-over that reached too few nodes, not after its node timeout', async () => {
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter((options) => client({ ...options, nodeTimeout: 2000 }), { shortGrace: true });
