@@ -27,6 +27,18 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
   return { promise, resolve };
 }
 
+/** Runs `test` with an ioredis client of node `index` through a proxy that delays each way by 100 ms. */
+async function throughSlowProxy(index: number, test: (slow: Redis) => Promise<void>): Promise<void> {
+  const proxy = await TcpProxy.latency(fleet.nodes[index]!.port, 100, 100);
+  const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
+  try {
+    await test(slow);
+  } finally {
+    slow.disconnect();
+    await proxy.stop();
+  }
+}
+
 beforeAll(async () => {
   fleet = await startFleet(3);
   raw = fleet.urls.map((u) => new Redis(u));
@@ -316,9 +328,7 @@ describe('a split vote (issue 18.17)', () => {
 describe('after a SCRIPT FLUSH (issue 18.12)', () => {
   it('an acquire whose NOSCRIPT comes back after the node timeout sends no late EVAL to overtake its undo', async () => {
     // Node 0 is 100 ms away each way; the node timeout is 50 ms.
-    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100);
-    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
-    try {
+    await throughSlowProxy(0, async (slow) => {
       const redlock = client({ nodes: [slow, fleet.urls[1]!, fleet.urls[2]!], nodeTimeout: 50, retryCount: 0 });
       await redlock.ready();
       // Node 0 lost its scripts (SCRIPT FLUSH, a restart) but has the release script again (another lock's fallback).
@@ -340,20 +350,15 @@ describe('after a SCRIPT FLUSH (issue 18.12)', () => {
       await noscript; // the acquire's NOSCRIPT is back (long after the 50 ms node timeout)
       await new Promise((resolve) => setImmediate(resolve)); // its handler has run
       expect(evals).toEqual([]); // no late acquire script that would set a key nobody holds
-    } finally {
-      slow.disconnect();
-      await proxy.stop();
-    }
+    });
   });
 });
 
 describe('a node that lost its scripts and answers later than the node timeout', () => {
   it('gets them loaded again after its late NOSCRIPT, instead of answering NOSCRIPT until one comes in time', async () => {
     // Node 0 is 100 ms away each way; the node timeout is 50 ms: every answer of its is late.
-    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100);
-    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
     const acquireLoaded = async () => ((await raw[0]!.script('EXISTS', ACQUIRE.sha)) as number[])[0] === 1;
-    try {
+    await throughSlowProxy(0, async (slow) => {
       const redlock = client({ nodes: [slow, fleet.urls[1]!, fleet.urls[2]!], nodeTimeout: 50, retryCount: 0 });
       await until(acquireLoaded, 'the scripts loaded on node 0 when it connected');
       await raw[0]!.script('FLUSH'); // lost (a restart the connection did not see, a flush)
@@ -361,18 +366,14 @@ describe('a node that lost its scripts and answers later than the node timeout',
       // No EVAL went with the late NOSCRIPT: the acquire script is there again only if it was loaded for it.
       await until(acquireLoaded, 'the acquire script on node 0 again');
       await lock.release();
-    } finally {
-      slow.disconnect();
-      await proxy.stop();
-    }
+    });
   });
 });
 
 describe('a node that refuses an acquire after the round was decided', () => {
   it('has the holder leave its queue there in the release, so that its own release does not hand it the freed key', async () => {
-    const proxy = await TcpProxy.latency(fleet.nodes[2]!.port, 100, 100); // node 2 answers 200 ms after the others
-    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
-    try {
+    // Node 2 answers 200 ms after the others.
+    await throughSlowProxy(2, async (slow) => {
       // Another value on node 2 (a failed attempt's key whose undo is still to come): it refuses.
       await raw[2]!.set('redlock:lock:late-refusal', 'someone-else', 'PX', 10_000);
       const redlock = client({ nodes: [fleet.urls[0]!, fleet.urls[1]!, slow], nodeTimeout: 2000, retryDelay: 5000 });
@@ -382,10 +383,7 @@ describe('a node that refuses an acquire after the round was decided', () => {
       await until(async () => (await raw[2]!.zcard('redlock:queue:late-refusal')) === 1, 'queued on node 2');
       await lock.release();
       await until(async () => (await raw[2]!.zcard('redlock:queue:late-refusal')) === 0, 'the holder gone from the queue of node 2', 2000);
-    } finally {
-      slow.disconnect();
-      await proxy.stop();
-    }
+    });
   });
 });
 
@@ -423,9 +421,8 @@ describe('a resource mixed up between a mutex and a semaphore', () => {
 
 describe('a waiter that gives up (issue 18.12)', () => {
   it('leaves the queue of a node that looked hung, instead of keeping its reservation there until the entry expires', async () => {
-    const proxy = await TcpProxy.latency(fleet.nodes[0]!.port, 100, 100); // node 0: slower than the node timeout
-    const slow = new Redis(`redis://127.0.0.1:${proxy.port}`);
-    try {
+    // Node 0: slower than the node timeout.
+    await throughSlowProxy(0, async (slow) => {
       const holder = client({ retryCount: 0 });
       const held = await holder.acquire('queued', 10_000);
       // Its queue entries live 2 x (5000 + 50) + 100 ms: a leave that never came would show for 10 s.
@@ -438,10 +435,7 @@ describe('a waiter that gives up (issue 18.12)', () => {
       await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
       await until(async () => (await raw[0]!.zcard('redlock:queue:queued')) === 0, 'the waiter gone from node 0', 3000);
       await held.release();
-    } finally {
-      slow.disconnect();
-      await proxy.stop();
-    }
+    });
   });
 });
 
