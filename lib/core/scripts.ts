@@ -311,8 +311,9 @@ export interface ReleaseArgs {
 
 /**
  * Lua: the hand-over of a freed resource to its first waiter, for RELEASE and
- * LEAVE_QUEUE. `grant(lockKey, fenceKey, deadlines, handovers, head, channel)`:
- * when the lock key is free, the head's entry is fresh and the head left a
+ * LEAVE_QUEUE. `grant(lockKey, fenceKey, handovers, head, channel)`, called
+ * only with a head `firstFresh` found fresh in the same script: when the lock
+ * key is free and the head left a
  * hand-over (a waiter for this one resource, see ACQUIRE), the key is set to the waiter's
  * value with its ttl, the fencing counter raised as ACQUIRE raises it (above
  * the counter, at least the floor the waiter's attempt sent), and
@@ -344,16 +345,12 @@ local function firstFresh(q, d, h, keep)
   end
   return head
 end
-local function grant(lockKey, fenceKey, d, h, head, channel)
+local function grant(lockKey, fenceKey, h, head, channel)
   local e = redis.call('HGET', h, head)
   local ttl, attempt, retention, floor, v
   -- A mutex waiter's only ('m'): a permit waiter queued here (the resource was
   -- mixed up; its next attempt says so, typed) is only woken.
   if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) m (.*)$') end
-  if v then
-    local t = redis.call('TIME')
-    if tonumber(redis.call('HGET', d, head) or '0') < tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) then v = nil end
-  end
   if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
     local token = '0'
     if retention ~= '0' then
@@ -418,7 +415,7 @@ for i = 1, #KEYS do
     deleted = deleted + 1
     local head = firstFresh(q, d, h, ARGV[4])
     if head and head ~= ARGV[4] then
-      grant(KEYS[i], base .. 'fence:' .. rest, d, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
+      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
     end
   end
 end
@@ -467,7 +464,7 @@ for i = 1, #KEYS, 2 do
   end
   if first == ARGV[1] or freed then
     local head = firstFresh(q, d, h)
-    if head then grant(lockKey, base .. 'fence:' .. rest, d, h, head, ARGV[2] .. string.match(head, '^[^.]*')) end
+    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*')) end
   end
 end
 return 1

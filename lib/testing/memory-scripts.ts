@@ -275,7 +275,7 @@ const release: Implementation = (ops, locks, sentArgv) => {
       if (freed) {
         const head = firstFresh(ops, q, d, h, ARGV[3]);
         if (head !== undefined && head !== ARGV[3]) {
-          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), d, h, head, wakeChannel(ARGV[1]!, head));
+          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), h, head, wakeChannel(ARGV[1]!, head));
         }
       }
     }
@@ -284,14 +284,14 @@ const release: Implementation = (ops, locks, sentArgv) => {
 };
 
 /**
- * GRANT: hands a free lock key over to the head of its queue when the head's
- * entry is fresh and carries a hand-over, raising the counter as ACQUIRE does;
+ * GRANT: hands a free lock key over to the head of its queue (fresh: found by
+ * firstFresh) when it carries a hand-over, raising the counter as ACQUIRE does;
  * else only wakes the head.
  */
-function grant(ops: Ops, lockKey: string, fenceKey: string, deadlines: string, handovers: string, head: string, channel: string): void {
+function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, head: string, channel: string): void {
   const entry = handOverOf(ops.hget(handovers, head));
   // exists, not get: a permit's holders there (the resource mixed up) make GRANT's SET NX fail, not raise WRONGTYPE.
-  if (!entry || (luaNumber(ops.hget(deadlines, head)) ?? 0) < ops.clockMs() || ops.exists(lockKey) > 0) {
+  if (!entry || ops.exists(lockKey) > 0) {
     ops.publish(channel, head);
     return;
   }
@@ -321,7 +321,7 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
     if (freed) ops.del(lockKey);
     if (first === ARGV[0] || freed) {
       const head = firstFresh(ops, q, d, h);
-      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, d, h, head, wakeChannel(ARGV[1]!, head));
+      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head));
     }
   }
   return 1;
@@ -361,8 +361,8 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'bc1f45324974df09645c02c0f4b2d29ef230eb5d',
-  'leave-queue': 'a2b6728270f7d26f9d2e1b4060d71be4e21c8141',
+  release: 'ae819ed00f532a040d8436bd17f7221fb6532937',
+  'leave-queue': '0cb17609d2f4d885360a5bd76929fbaa3ca94b3f',
   'force-release': '5fc0756f1f505a8e1b07a6226f5cc05c7ed18652',
   'permit-acquire': 'a8ba2fe8ba54b8e77f1d2e78bfe578ca87114c75',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
