@@ -7,7 +7,7 @@ import type { Call, PlainCommand } from './script.js';
  * Not a script: the plain protocol's acquire of one resource (fencing and fair
  * waiting off) is `SET key value NX PX ttl`, the wire's floor, with no Lua on
  * the server. `LockNode.send` runs it; its reply is decoded here in ACQUIRE's
- * shape: taken with 0, or refused with -1 (no pttl: the retry does not use it).
+ * shape: taken with 0, or refused with -1.
  * A command ioredis resends after a reconnect cannot pass for a refusal: the
  * node fails every command in flight when the connection closes, and the
  * attempt's undo then reaches it. (Not used with Redis Cluster nodes, whose
@@ -50,7 +50,7 @@ export interface AcquireArgs {
   readonly attempt?: number;
 }
 
-/** `taken`: the lock's token in `value` (0 without fencing); refused: a blocker's pttl, -1 (SET NX) or -3 (reserved for an earlier waiter). */
+/** `taken`: the lock's token in `value` (0 without fencing); refused: -1 (held by another value) or -3 (reserved for an earlier waiter). */
 export interface AcquireReply {
   readonly taken: boolean;
   readonly value: number;

@@ -3,7 +3,7 @@ import type { LockNode } from './node.js';
 import type { Call, Done } from './script.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
 
-/** How a reply from one node counts, and the value it carried (a fencing counter, a PTTL). */
+/** How a reply from one node counts, and the value it carried (a fencing counter). */
 export interface Verdict {
   readonly outcome: NodeOutcome;
   readonly value?: number;

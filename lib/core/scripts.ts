@@ -21,9 +21,9 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  * layout told by the counts instead of by flags. With a Redis Cluster node the
  * built keys carry the lock key's hash tag (see KeyLayout), so they are in its
  * slot, which a script may use without declaring them.
- * Returns {1, token} when taken (token 0 without fencing); {0, pttl} when a key
- * is held by another value (its pttl, a hint for the retry); {0, -3} when the
- * resource is free but reserved for an earlier waiter.
+ * Returns {1, token} when taken (token 0 without fencing); {0, -1} when a key
+ * is held by another value (as SET NX's refusal: no PTTL, which the retry does
+ * not use); {0, -3} when the resource is free but reserved for an earlier waiter.
  */
 export const ACQUIRE = defineScript(
   'acquire',
@@ -144,7 +144,7 @@ if blocker or reserved then
       redis.call('PEXPIRE', h, entryTtl)
     end
   end
-  if blocker then return {0, redis.call('PTTL', K[blocker])} end
+  if blocker then return {0, -1} end
   return {0, -3}
 end
 if not taken then

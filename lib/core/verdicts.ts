@@ -5,7 +5,7 @@ import type { AcquireReply } from './scripts.js';
 // How a decoded reply counts as a vote. A yes from a node that restarted inside
 // the restart-guard window is not counted: it may have lost another holder's key.
 
-/** ACQUIRE and SET NX: taken, or busy (the reply's value: the fencing token, or a pttl). */
+/** ACQUIRE and SET NX: taken (the reply's value: the fencing token), or busy. */
 export const acquireVerdict = ({ taken, value }: AcquireReply, node: LockNode): Verdict => ({
   outcome: !taken ? 'busy' : node.excluded ? 'excluded' : 'ok',
   value,

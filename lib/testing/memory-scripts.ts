@@ -212,7 +212,7 @@ const acquire: Implementation = (ops, sentKeys, sentArgv) => {
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, KEYS, call);
   if (blocker !== undefined || reserved) {
     if (call.fair && call.waiter !== undefined) joinQueues(ops, KEYS, ARGV, call);
-    return blocker !== undefined ? [0, ops.pttl(KEYS[blocker]!)] : [0, -3];
+    return blocker !== undefined ? [0, -1] : [0, -3];
   }
   for (let i = 0; i < call.n; i++) ops.set(KEYS[i]!, call.value, call.ttl);
   return call.fencing ? [1, fenceToken(ops, KEYS, ARGV, call, mine)] : [1, 0];
@@ -356,7 +356,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'af189510616cf260a7ff68debc547ba44cb26d5e',
+  acquire: '9e339a7068dd2b6f374fca02da928a1ba800a14e',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',

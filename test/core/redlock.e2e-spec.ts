@@ -246,6 +246,15 @@ describe('acquire on the wire', () => {
       for (const key of keys) expect(await raw[0]!.pttl(key)).toBeGreaterThan(9000);
     }
   });
+
+  it("ACQUIRE refused by another holder's key answers -1 without reading that key's ttl (nobody uses it)", async () => {
+    for (const keys of [['redlock:lock:held'], ['redlock:lock:held:a', 'redlock:lock:held:b']]) {
+      for (const key of keys) await raw[0]!.set(key, 'other', 'PX', 10_000);
+      await raw[0]!.config('RESETSTAT');
+      expect(await raw[0]!.eval(ACQUIRE.lua, keys.length, ...keys, 'v', '10000', '')).toEqual([0, -1]);
+      expect(await commandCalls(raw[0]!, 'pttl')).toBe(0);
+    }
+  });
 });
 
 describe('retries', () => {
