@@ -23,7 +23,7 @@ export function killWorkers() {
 export function runWorker(adapter, urls, scenario, params, hooks = {}) {
   return new Promise((resolve) => {
     const child = fork(new URL('./worker.mjs', import.meta.url).pathname, [JSON.stringify({ adapter, urls, scenario, params })], {
-      execArgv: ['--expose-gc'],
+      execArgv: ['--expose-gc', ...(process.env.BENCH_WORKER_ARGS?.split(' ') ?? [])],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: { ...process.env, BENCH_NEST_REDLOCK: snapshot },
     });

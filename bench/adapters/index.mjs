@@ -221,6 +221,92 @@ function rawRound(open, close, commands) {
   };
 }
 
+/**
+ * The floor of a fair lock: the least a quorum lock that serves its waiters in
+ * order does. An attempt is SET NX PX on every node, or, refused, the waiter's
+ * entry pushed on the node's list of waiters; a release deletes the key where it
+ * holds this value and sets it to the first waiter's value there, publishing
+ * that value on the waiter's channel. A waiter holds the lock once a quorum of
+ * nodes set its value (its own SETs and the hand-overs, counted together). An
+ * attempt that took the key on some nodes but not a quorum (several processes
+ * at once on a free key, or hand-overs from nodes that put waiters in different
+ * orders) is undone, handing on what it took, and tried again after a short
+ * random delay; otherwise no validity, no crashed waiters: only
+ * the contention scenario's processes, which never give up. What it shows: how
+ * fast any lock goes that hands the lock from one process to the next, against
+ * the libraries whose releasing process takes the lock again.
+ */
+function rawFair() {
+  const HAND_ON = `
+local function handOn(key, waiters)
+  redis.call('DEL', key)
+  local e = redis.call('LPOP', waiters)
+  if e then
+    local channel, ttl, value = string.match(e, '^(%S+) (%S+) (.*)$')
+    redis.call('SET', key, value, 'PX', ttl)
+    redis.call('PUBLISH', channel, value)
+  end
+end`;
+  const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+redis.call('RPUSH', KEYS[2], ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[1])
+return 0`;
+  // The release, and the undo of an attempt: out of line (ARGV[2], its entry, where a node
+  // has not handed it the lock yet: a release may reach a slow node before the hand-over
+  // to it), and the key handed on where it holds it. 1 when either was there.
+  const LEAVE = `${HAND_ON}
+local left = redis.call('LREM', KEYS[2], 0, ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  handOn(KEYS[1], KEYS[2])
+  return 1
+end
+return math.min(left, 1)`;
+  return async (urls) => {
+    const clients = await clientsFor(urls);
+    const subscribers = await clientsFor(urls);
+    const quorum = Math.floor(urls.length / 2) + 1;
+    const channel = `fair-floor:${randomBytes(8).toString('hex')}`;
+    const waiting = new Map(); // value -> { votes, resolve }
+    // Hand-overs of one release come within moments of each other; a waiter handed the lock on
+    // fewer nodes than a quorum (nodes put waiters in different orders) starts again after 20 ms.
+    const vote = (value) => {
+      const w = waiting.get(value);
+      if (!w) return;
+      if (++w.votes === quorum) {
+        waiting.delete(value);
+        w.resolve(true);
+      } else if (w.votes === 1) setTimeout(() => w.resolve(false), 20);
+    };
+    for (const s of subscribers) s.on('message', (_, value) => vote(value));
+    await Promise.all(subscribers.map((s) => s.subscribe(channel)));
+    let shas;
+    const run = (which, key, ...argv) => clients.map((c, i) => c.evalsha(shas[i][which], 2, key, `${key}:waiters`, ...argv));
+    const leave = ({ key, value, ttl }) => run(1, key, value, `${channel} ${ttl} ${value}`);
+    return {
+      ready: async () => (shas = await Promise.all(clients.map((c) => Promise.all([ACQUIRE, LEAVE].map((lua) => c.script('LOAD', lua)))))),
+      async acquire(key, ttl) {
+        for (;;) {
+          const value = randomBytes(20).toString('base64url');
+          let split;
+          const held = new Promise((resolve) => ((split = resolve), waiting.set(value, { votes: 0, resolve })));
+          const replies = run(0, key, value, ttl, channel).map((r) => r.then((r) => (r === 1 && vote(value), r)));
+          Promise.all(replies).then(
+            (r) => r.includes(1) && split(false),
+            () => split(false),
+          );
+          if (await held) return { key, value, ttl };
+          waiting.delete(value);
+          await Promise.all(leave({ key, value, ttl }));
+          await sleep(Math.random() * 5);
+        }
+      },
+      async release(handle) {
+        if (!(await atQuorum(leave(handle), quorum, (r) => r === 1))) throw new Error('release not confirmed by a quorum');
+      },
+      close: () => closeAll([...clients, ...subscribers]),
+    };
+  };
+}
+
 /** A node-redis (`redis`, v5) client of `url`, connected, set up like the ioredis clients above (no offline queue). */
 async function nodeRedisClient(url) {
   const { createClient } = await import('redis');
@@ -356,6 +442,13 @@ export const adapters = {
       evalsha: (c, sha, key, value) => c.evalsha(sha, 1, key, value),
       load: (c, lua) => c.script('LOAD', lua),
     }),
+  },
+
+  // Contention only: the floor of a lock that hands the lock on to another process (see rawFair).
+  'raw (fair hand-off)': {
+    waits: 'in line: a release hands the lock to the first waiter, published to it',
+    variant: 'contention',
+    create: rawFair(),
   },
 
   // The same floor over GLIDE clients, one request per command: what any library over GLIDE starts from.
