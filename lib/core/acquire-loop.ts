@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { attemptAcquire, type AttemptOutcome } from './acquire-attempt.js';
 import type { AcquirePlan } from './acquire-plan.js';
 import type { Closing } from './closing.js';
@@ -209,15 +208,12 @@ export class AcquireLoop {
     delay: number,
     awaited: AwaitedHandOver | undefined,
   ): Promise<LockError | undefined> {
-    const stop = this.#host.closing.stopOnClose(plan.signal);
-    try {
-      await (turn ? turn.wait(delay, stop.signal, awaited) : sleep(delay, undefined, { signal: stop.signal }));
-      return undefined;
-    } catch {
-      return this.#host.closing.isClosed ? new ClientClosedError(plan.names) : new LockAbortedError(plan.names, plan.signal?.reason);
-    } finally {
-      stop.dispose();
-    }
+    const { closing } = this.#host;
+    const stopped = await (turn
+      ? turn.wait(delay, (stop) => closing.onStop(plan.signal, stop), awaited)
+      : closing.pause(delay, plan.signal));
+    if (!stopped) return undefined;
+    return closing.isClosed ? new ClientClosedError(plan.names) : new LockAbortedError(plan.names, plan.signal?.reason);
   }
 
   /** The attempt took the lock: it is held, and handed to the caller. */

@@ -32,35 +32,54 @@ export class Closing {
 
   /** Resolves when `promise` settles, `ms` pass, `signal` aborts or the client closes; never rejects. */
   async settles(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const stop = this.stopOnClose(signal);
     let timer: NodeJS.Timeout | undefined;
+    let forget: (() => void) | undefined;
     try {
       await Promise.race([
         promise,
-        new Promise((resolve) => {
+        new Promise<void>((resolve) => {
+          forget = this.onStop(signal, resolve);
           timer = setTimeout(resolve, Math.max(0, ms));
-          stop.signal.addEventListener('abort', resolve, { once: true });
         }),
       ]);
     } finally {
       clearTimeout(timer);
-      stop.dispose();
+      forget?.();
     }
   }
 
-  /** A signal that aborts with `signal` or when the client closes; dispose() it after use. */
-  stopOnClose(signal: AbortSignal | undefined): { signal: AbortSignal; dispose: () => void } {
-    const controller = new AbortController();
-    const abort = () => controller.abort(signal?.reason);
-    if (this.closing || signal?.aborted) abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    this.waits.add(abort);
-    return {
-      signal: controller.signal,
-      dispose: () => {
-        signal?.removeEventListener('abort', abort);
-        this.waits.delete(abort);
-      },
+  /** Resolves after `ms` with false, or at once with true when `signal` aborts or the client closes (or did). Never rejects. */
+  pause(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+    return new Promise((resolve) => {
+      // Assigned after onStop, which may call its listener at once.
+      let timer: NodeJS.Timeout | undefined = undefined;
+      let stopped = false;
+      const forget = this.onStop(signal, () => {
+        stopped = true;
+        clearTimeout(timer);
+        resolve(true);
+      });
+      if (stopped) return;
+      timer = setTimeout(() => (forget(), resolve(false)), ms);
+    });
+  }
+
+  /**
+   * Calls `stop` when `signal` aborts or the client closes, or at once when
+   * either happened already; returns what forgets it. A listener, not an
+   * AbortController: a waiting acquire waits once per refused attempt, and a
+   * controller with its signal cost more than the rest of such a wait.
+   */
+  onStop(signal: AbortSignal | undefined, stop: () => void): () => void {
+    if (this.closing || signal?.aborted) {
+      stop();
+      return () => undefined;
+    }
+    signal?.addEventListener('abort', stop, { once: true });
+    this.waits.add(stop);
+    return () => {
+      signal?.removeEventListener('abort', stop);
+      this.waits.delete(stop);
     };
   }
 }

@@ -33,31 +33,34 @@ export class Turn {
   /**
    * Resolves after `delay` ms, at a wake-up, or once the hand-overs of
    * `awaited.attempt` reached a quorum (or one came and the grace ran out:
-   * the next attempt finds the lock where it was handed over); rejects when
-   * `signal` aborts.
+   * the next attempt finds the lock where it was handed over); resolves true
+   * instead when `onStop` (see `Closing.onStop`) calls its listener.
    */
-  wait(delay: number, signal?: AbortSignal, awaited?: AwaitedHandOver): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      if (this.woken) {
-        this.woken = false;
-        return resolve();
-      }
-      const finish = () => {
+  wait(delay: number, onStop: (stop: () => void) => () => void, awaited?: AwaitedHandOver): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      // Assigned below; onStop may call its listener (finish) at once.
+      let timer: ReturnType<typeof setTimeout> | undefined = undefined;
+      let forget: (() => void) | undefined = undefined;
+      let over = false;
+      const finish = (stopped: boolean) => {
+        if (over) return;
+        over = true;
         clearTimeout(timer);
         clearTimeout(this.grace);
-        signal?.removeEventListener('abort', abort);
+        forget?.();
         this.wake = undefined;
         this.awaited = undefined;
         this.grace = undefined;
+        resolve(stopped);
       };
-      const abort = () => {
-        finish();
-        reject(signal!.reason);
-      };
-      const timer = setTimeout(() => (finish(), resolve()), delay);
-      signal?.addEventListener('abort', abort, { once: true });
-      this.wake = () => (finish(), resolve());
+      forget = onStop(() => finish(true));
+      if (over) return;
+      if (this.woken) {
+        this.woken = false;
+        return finish(false);
+      }
+      timer = setTimeout(() => finish(false), delay);
+      this.wake = () => finish(false);
       this.awaited = awaited;
     });
   }

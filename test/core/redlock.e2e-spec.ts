@@ -2,7 +2,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis } from 'ioredis';
 import { firstValueFrom, from, type ObservableInput } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockAbortedError, LockLostError, Redlock, ResourceBusyError, type Lock, type LockEvent } from '../../lib/index.js';
+import {
+  ClientClosedError,
+  LockAbortedError,
+  LockLostError,
+  Redlock,
+  ResourceBusyError,
+  type Lock,
+  type LockEvent,
+} from '../../lib/index.js';
 import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
@@ -269,6 +277,25 @@ describe('retries', () => {
     await expect(redlock.acquire('abortable', 10_000, { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
     await held.release();
     await until(() => onEveryNode(raw, 'redlock:lock:abortable', false), 'the key gone from every node');
+  });
+
+  it.each([
+    ['fair waiting', {}],
+    ['fair waiting off', { fairWaiting: false }],
+  ])('end at once when the caller aborts or the client closes during the wait between attempts (%s)', async (_, options) => {
+    const holder = client({ retryCount: 0 });
+    const held = await holder.acquire('paused', 10_000);
+    for (const stop of ['abort', 'close'] as const) {
+      const redlock = client({ retryCount: 1000, retryDelay: 60_000, retryJitter: 0, ...options });
+      const controller = new AbortController();
+      const waiting = redlock.acquire('paused', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
+      await until(() => redlock.stats.waiting === 1, 'refused once, waiting for the next attempt');
+      if (stop === 'abort') controller.abort();
+      else void redlock.close();
+      // Well before the 60 s retry delay (the test's own timeout).
+      expect(await waiting).toBeInstanceOf(stop === 'abort' ? LockAbortedError : ClientClosedError);
+    }
+    await held.release();
   });
 
   it('are bounded by acquireTimeout', async () => {
