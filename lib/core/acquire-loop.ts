@@ -256,13 +256,11 @@ export class AcquireLoop {
       locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: waiter, permit: plan.permit.calls });
     } else {
       const queued = attempt > 1 || outcome.refused;
-      const unsure = waiter !== '' && !queued;
       locks.add(lock, {
         keys: plan.keys,
         sentTo: outcome.sent,
-        queuedAs: queued ? waiter : '',
-        waiter: unsure ? waiter : undefined,
-        unconfirmed: unsure ? outcome.unconfirmed : undefined,
+        queuedAs: waiter,
+        unconfirmed: queued || !waiter ? undefined : outcome.unconfirmed,
       });
     }
     if (plan.autoExtend) lock.startAutoExtend();

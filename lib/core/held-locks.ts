@@ -10,15 +10,14 @@ const SWEEP_MIN = 64;
 export interface Releasable {
   readonly keys: LockKeys;
   readonly sentTo: readonly boolean[];
-  /** Its waiter id if it queued for sure, else ''. */
+  /** Its waiter id if it may have queued, else ''. */
   readonly queuedAs: string;
   /**
-   * Else, if it could queue, its waiter id and the acquire's nodes that have
-   * not said yes yet (see `RoundResult.unconfirmed`, kept up to date). While
-   * any, the release leaves the queues under `waiter` too: a node may have
-   * refused, and queued it, after the lock was taken.
+   * Absent when it queued for sure (or never could). Else the acquire's nodes
+   * that have not said yes yet (see `RoundResult.unconfirmed`, kept up to
+   * date): while any, the release leaves the queues under `queuedAs`, since a
+   * node may have refused, and queued it, after the lock was taken.
    */
-  readonly waiter?: string;
   readonly unconfirmed?: { readonly count: number };
   /** A semaphore's or read-write lock's permit: its own extend and release. */
   readonly permit?: PermitCalls;

@@ -296,7 +296,7 @@ export class Redlock {
     const wasHeld = this.locks.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
-    const leaving = held.unconfirmed && held.unconfirmed.count > 0 ? held.waiter! : held.queuedAs;
+    const leaving = !held.unconfirmed || held.unconfirmed.count > 0 ? held.queuedAs : '';
     const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving } : undefined;
     const call =
       held.permit?.release({ member: true, leaving, skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
