@@ -164,8 +164,9 @@ export const clientSetups = {
 };
 const passedIn = (setup) => (setup === 'same' ? 'clients passed in, same ioredis copy' : 'clients passed in, other ioredis copy');
 
-/** One Valkey GLIDE `GlideClient` per node, as an application makes them. */
+/** GLIDE's `Batch` class, set once the package is loaded (see `tickBatch`). */
 let GlideBatch;
+/** One Valkey GLIDE `GlideClient` per node, as an application makes them. */
 async function glideClients(urls) {
   const { GlideClient, Logger, Batch } = await import('@valkey/valkey-glide');
   GlideBatch = Batch;
