@@ -18,6 +18,8 @@
 //                     (the runner pauses this process, or restarts a node, meanwhile)
 //   { type: 'disarm' } cancel 'arm' (and let a held section go on)
 //   { type: 'stop' }  finish the current section, close, exit 0
+// To the runner: { type: 'section', start } as each critical section begins (a
+// schedule may wait for holders rather than for time), besides the messages above.
 // The worker exits on its own after maxRunMs, or if the runner goes away.
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -86,6 +88,7 @@ while (!stopping) {
     continue;
   }
   const start = now();
+  process.send({ type: 'section', start });
   const who = `${config.id}.${++n}`;
   const token = lock.fencingToken;
   // validUntil: when the library says this lock stops being exclusive; moved by each extension.
