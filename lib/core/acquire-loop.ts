@@ -14,7 +14,7 @@ import type { ResolvedOptions } from './options.js';
 import type { AttemptReport } from './outcome.js';
 import { retryDelayOf, validityOf } from './quorum.js';
 import { callRound, type NodeSet } from './round.js';
-import { describeKind, mismatchIn } from './permit.js';
+import { describeKind, mismatchIn, optionsOfPermit } from './permit.js';
 import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
 import type { NodeReport } from './outcome.js';
 import { Turn, type AwaitedHandOver } from './turn.js';
@@ -235,6 +235,7 @@ export class AcquireLoop {
       attempts: attempt,
       threshold: options.threshold,
       maxExtensions: options.maxExtensions,
+      ...optionsOfPermit(plan.permit),
     });
     // A waiter stays in the queues while it holds the lock (the key keeps the
     // others out anyway) and leaves them in its release: no round of its own.

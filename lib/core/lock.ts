@@ -26,6 +26,10 @@ export interface LockInit {
   readonly attempts: number;
   readonly threshold: number;
   readonly maxExtensions: number;
+  /** A semaphore's permit: its limit. */
+  readonly limit?: number;
+  /** A read-write lock's permit: which. */
+  readonly mode?: 'read' | 'write';
 }
 
 /** Set by Lock's static block: the one way to a lock's secret from outside the class. */
@@ -59,6 +63,10 @@ export class Lock implements AsyncDisposable {
   readonly fencingToken: number | undefined;
   /** Attempts it took to acquire. */
   readonly attempts: number;
+  /** A semaphore's permit: the `limit` it was acquired with; `undefined` otherwise. */
+  readonly limit: number | undefined;
+  /** A read-write lock's permit: the `mode` it was acquired with; `undefined` otherwise. */
+  readonly mode: 'read' | 'write' | undefined;
   /** Wall-clock time it was acquired, ms since the epoch. */
   readonly acquiredAt = Date.now();
 
@@ -91,6 +99,8 @@ export class Lock implements AsyncDisposable {
     this.resources = init.resources;
     this.fencingToken = init.fencingToken;
     this.attempts = init.attempts;
+    this.limit = init.limit;
+    this.mode = init.mode;
     this.ttlMs = init.ttl;
     this.expiry = init.expiresAt;
     this.threshold = init.threshold;

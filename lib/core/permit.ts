@@ -19,6 +19,14 @@ export function permitOf(options: AcquireOptions): PermitKind | undefined {
   return undefined;
 }
 
+const MUTEX = Object.freeze({});
+
+/** What `Lock` says of a permit of this kind: the options it was asked with. */
+export function optionsOfPermit(permit: PermitKind | undefined): Pick<AcquireOptions, 'limit' | 'mode'> {
+  if (!permit) return MUTEX;
+  return permit.kind === 'rw' ? { mode: permit.writer ? 'write' : 'read' } : { limit: Number(permit.kind) };
+}
+
 /** A kind in words, for errors: 'mutex', 'semaphore (limit 3)', 'read-write lock'. */
 export function describeKind(kind: string | undefined): string {
   if (kind === undefined) return 'mutex';

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Lock } from '../core/index.js';
+import { LockKindMismatchError, type AcquireOptions, type Lock } from '../core/index.js';
+import { describeKind } from '../core/layers.js';
 import type { LockKeyContext } from './lock-key.js';
 
 /**
@@ -23,18 +24,45 @@ export interface LockScope {
 
 export const lockScope = new AsyncLocalStorage<LockScope>();
 
+/** What a call asks for: a mutex (neither), a semaphore's permit (`limit`) or a read-write lock's (`mode`). */
+export type AskedKind = Pick<AcquireOptions, 'limit' | 'mode'>;
+
 /**
  * The lock of this call chain that already holds every resource (a re-entrant
  * call), innermost first; when they are spread over several locks, the
  * innermost of those. `undefined` when some resource is not held here.
+ * Throws `LockKindMismatchError` when a lock that holds one of them is not what
+ * the call asks for (`asked`): running under it would break the exclusion the
+ * call relies on (a write inside a read lock would run beside other readers, a
+ * mutex inside a semaphore's permit beside the other holders). A write lock
+ * serves a read; a read lock is not upgraded (waiting for the write lock would
+ * wait for this very chain's read lock).
  */
-export function heldInScope(resources: readonly string[], locks = heldLocks()): Lock | undefined {
+export function heldInScope(resources: readonly string[], locks = heldLocks(), asked: AskedKind = {}): Lock | undefined {
   const held = locks.filter((lock) => lock.isHeld);
   const covering = held.findLast((lock) => resources.every((r) => lock.resources.includes(r)));
-  if (covering) return covering;
+  if (covering) return checkedKind(covering, resources, asked);
   const owners = resources.map((r) => held.findLast((lock) => lock.resources.includes(r)));
   if (owners.some((lock) => !lock)) return undefined;
+  for (const owner of owners) checkedKind(owner!, resources, asked);
   return held.findLast((lock) => owners.includes(lock));
+}
+
+/** `lock`, if a call asking for `asked` may run under it; else the typed refusal, thrown. */
+function checkedKind(lock: Lock, resources: readonly string[], asked: AskedKind): Lock {
+  const { limit, mode } = lock;
+  if (limit === asked.limit && (mode === asked.mode || (mode === 'write' && asked.mode === 'read'))) return lock;
+  const upgrade = mode === 'read' && asked.mode === 'write';
+  throw new LockKindMismatchError(
+    resources,
+    describeAsked(asked),
+    `${describeAsked(lock)} held by this call chain${upgrade ? ' (a read lock is not upgraded to a write lock)' : ''}`,
+  );
+}
+
+/** 'mutex', 'semaphore (limit 3)', 'read lock', 'write lock'. */
+function describeAsked({ limit, mode }: AskedKind): string {
+  return mode ? `${mode} lock` : describeKind(limit === undefined ? undefined : String(limit));
 }
 
 /** The locks of the current call chain. */

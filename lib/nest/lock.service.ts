@@ -13,8 +13,8 @@ import {
   type ForceReleaseResult,
   Redlock,
 } from '../core/index.js';
-import { validateResources } from '../core/layers.js';
-import { heldInScope, lockScope, withLock } from './lock-context.js';
+import { checkAcquireOptions, validateResources } from '../core/layers.js';
+import { heldInScope, heldLocks, lockScope, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -101,7 +101,8 @@ export class LockService {
     options?: Omit<AcquireOptions, 'autoExtend'>,
   ): Promise<T> {
     const names = validateResources(resources);
-    const outer = heldInScope(names);
+    // Checked here too: a nested call runs without the client, which would check them.
+    const outer = heldInScope(names, heldLocks(), checkAcquireOptions(options));
     if (outer) return fn(outer);
     return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
   }

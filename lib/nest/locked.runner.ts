@@ -1,5 +1,5 @@
 import { BadRequestException } from '@nestjs/common';
-import { from, isObservable, Observable, of } from 'rxjs';
+import { from, isObservable, Observable, of, throwError } from 'rxjs';
 import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
 import { heldInScope, heldLocks, requestFor, withLock } from './lock-context.js';
@@ -55,14 +55,12 @@ export function runLocked(
       }
       throw error;
     }
-    if (heldInScope(resources, outer)) return call();
     const locked: LockedCall = { taker, metadata, resources, busy, outer, call, args, type: request.type };
-    return lockedStream(locked, (error) => busyError(locked, error) ?? transportError(request.type, options, busy, error));
+    return runLocking(locked, (error) => busyError(locked, error) ?? transportError(request.type, options, busy, error));
   }
   const job = queueJobOf(metadata, self, args);
   const { context, tick } = methodContext(metadata, self, args, original, job?.job);
   const resources = validateResources(resolveKey(metadata.key, context));
-  if (heldInScope(resources, outer)) return call();
   const busy = job
     ? resolveBusy('job', options.jobBusy, metadata.options.busy)
     : resolveBusy('method', options.methodBusy, metadata.options.busy);
@@ -78,8 +76,25 @@ export function runLocked(
     keepUntil: tick()?.next,
     whenSkipped: job ? () => postpone(job.job, job.token, busy) : undefined,
   };
-  if (metadata.returnsObservable) return lockedStream(locked, (error) => busyError(locked, error) ?? error);
-  return lockedPromise(locked);
+  return runLocking(locked, metadata.returnsObservable ? (error) => busyError(locked, error) ?? error : undefined);
+}
+
+/**
+ * Runs the call under a lock of its own, as a cold Observable (`mapError`
+ * given: what a failure becomes) or a Promise. A call on resources this call
+ * chain holds already runs under the chain's lock, or fails at once where that
+ * lock is of another kind (see `heldInScope`).
+ */
+function runLocking(locked: LockedCall, mapError?: (error: unknown) => unknown): unknown {
+  const { limit, mode } = locked.metadata.options;
+  let held: Lock | undefined;
+  try {
+    held = heldInScope(locked.resources, locked.outer, { limit, mode });
+  } catch (error) {
+    return mapError ? throwError(() => mapError(error)) : Promise.reject(error);
+  }
+  if (held) return locked.call();
+  return mapError ? lockedStream(locked, mapError) : lockedPromise(locked);
 }
 
 /**

@@ -1,11 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Lock } from '../../lib/core/lock.js';
+import { LockKindMismatchError } from '../../lib/core/index.js';
 import { heldInScope, heldLocks, requestFor, withLock, withRequest, type RequestScope } from '../../lib/nest/lock-context.js';
 
 // Pure: no server. Which lock of the call chain a nested @Locked call re-enters.
 
-/** What heldInScope reads of a lock: its resources and whether it is still held. */
-const lock = (resources: string[], isHeld = true) => ({ resources, isHeld }) as unknown as Lock;
+/** What heldInScope reads of a lock: its resources, whether it is still held, and its kind. */
+const lock = (resources: string[], isHeld = true, kind: { limit?: number; mode?: 'read' | 'write' } = {}) =>
+  ({ resources, isHeld, ...kind }) as unknown as Lock;
 
 describe('heldInScope', () => {
   it('is the lock that holds every resource asked for (a re-entrant call)', () => {
@@ -44,6 +46,49 @@ describe('heldInScope', () => {
     expect(heldInScope(['a'], [lost])).toBeUndefined();
     const outer = lock(['a']);
     expect(heldInScope(['a'], [outer, lost])).toBe(outer);
+  });
+});
+
+describe('heldInScope, by kind', () => {
+  const mismatch = (message: RegExp) => expect.objectContaining({ code: 'LOCK_KIND_MISMATCH', message: expect.stringMatching(message) });
+
+  it('re-enters a lock of the kind asked; a write lock serves a read', () => {
+    const permit = lock(['pool'], true, { limit: 3 });
+    expect(heldInScope(['pool'], [permit], { limit: 3 })).toBe(permit);
+    const writer = lock(['catalog'], true, { mode: 'write' });
+    expect(heldInScope(['catalog'], [writer], { mode: 'read' })).toBe(writer);
+    expect(heldInScope(['catalog'], [writer], { mode: 'write' })).toBe(writer);
+    const reader = lock(['catalog'], true, { mode: 'read' });
+    expect(heldInScope(['catalog'], [reader], { mode: 'read' })).toBe(reader);
+  });
+
+  it('refuses, typed, a write inside a read lock (no upgrade), and any other kind', () => {
+    let thrown: unknown;
+    try {
+      heldInScope(['catalog'], [lock(['catalog'], true, { mode: 'read' })], { mode: 'write' });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(LockKindMismatchError);
+    expect(thrown).toEqual(
+      mismatch(/read lock held by this call chain \(a read lock is not upgraded to a write lock\); this call asked for a write lock/),
+    );
+    expect(() => heldInScope(['pool'], [lock(['pool'], true, { limit: 3 })])).toThrow(
+      mismatch(/semaphore \(limit 3\) held .*asked for a mutex/),
+    );
+    expect(() => heldInScope(['pool'], [lock(['pool'], true, { limit: 3 })], { limit: 2 })).toThrow(
+      mismatch(/asked for a semaphore \(limit 2\)/),
+    );
+    expect(() => heldInScope(['a'], [lock(['a'])], { mode: 'read' })).toThrow(mismatch(/mutex held .*asked for a read lock/));
+    expect(() => heldInScope(['a'], [lock(['a'], true, { mode: 'write' })])).toThrow(mismatch(/write lock held/));
+  });
+
+  it('checks every lock the resources are spread over', () => {
+    expect(() => heldInScope(['a', 'b'], [lock(['a']), lock(['b'], true, { limit: 2 })])).toThrow(mismatch(/semaphore/));
+  });
+
+  it('does not judge locks no longer held', () => {
+    expect(heldInScope(['a'], [lock(['a'], false, { mode: 'read' })], { mode: 'write' })).toBeUndefined();
   });
 });
 

@@ -39,6 +39,42 @@ class Provider {
     if (this.catalog.readers.inside > 0 || this.catalog.writers.inside > 0) this.catalog.overlap = true;
     await this.catalog.writers.run(20);
   }
+
+  // Nested calls on a resource the call chain holds (see 'nested in a lock of another kind').
+  readonly nested = { runs: 0, current: undefined as unknown };
+
+  @Locked('nested:catalog', 2000, { mode: 'read' })
+  async readThenWrite(): Promise<void> {
+    await this.writeNested();
+  }
+
+  @Locked('nested:catalog', 2000, { mode: 'write' })
+  async writeNested(): Promise<void> {
+    this.nested.runs++;
+  }
+
+  @Locked('nested:catalog', 2000, { mode: 'write' })
+  async writeThenRead(locks: LockService): Promise<void> {
+    const outer = locks.current();
+    await this.readNested(locks);
+    expect(this.nested.current).toBe(outer);
+  }
+
+  @Locked('nested:catalog', 2000, { mode: 'read' })
+  async readNested(locks: LockService): Promise<void> {
+    this.nested.current = locks.current();
+    this.nested.runs++;
+  }
+
+  @Locked('nested:pool', 2000, { limit: 2 })
+  async permitThenMutex(): Promise<void> {
+    await this.mutexNested();
+  }
+
+  @Locked('nested:pool', 2000)
+  async mutexNested(): Promise<void> {
+    this.nested.runs++;
+  }
 }
 
 let fleet: RedisFleet;
@@ -82,6 +118,46 @@ describe('@Locked with a limit or a mode', () => {
     expect(() => Locked('bad', 1000, { limit: 0 })).toThrow(InvalidArgumentError);
     expect(() => Locked('bad', 1000, { limit: 2, mode: 'read' })).toThrow(InvalidArgumentError);
     expect(() => Locked('bad', 1000, { mode: 'shared' as 'read' })).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('nested in a lock of another kind', () => {
+  // The chain's lock is reused only where it gives what the nested call asks: a
+  // read lock held is no write lock (no writer alone), a semaphore's permit no mutex.
+  it('refuses a @Locked write inside a read lock of the same resource, typed, without running it', async () => {
+    provider.nested.runs = 0;
+    await expect(provider.readThenWrite()).rejects.toMatchObject({ code: 'LOCK_KIND_MISMATCH' });
+    expect(provider.nested.runs).toBe(0);
+    // The read lock was released on the way out: a writer gets in at once.
+    await locks.using('nested:catalog', 2000, () => undefined, { mode: 'write', retryCount: 0 });
+  });
+
+  it('refuses a @Locked mutex inside a semaphore permit of the same resource', async () => {
+    provider.nested.runs = 0;
+    await expect(provider.permitThenMutex()).rejects.toMatchObject({ code: 'LOCK_KIND_MISMATCH' });
+    expect(provider.nested.runs).toBe(0);
+  });
+
+  it('runs a read inside a write lock under the write lock (the writer is alone already)', async () => {
+    provider.nested.runs = 0;
+    await provider.writeThenRead(locks);
+    expect(provider.nested.runs).toBe(1);
+  });
+
+  it('LockService.using: refuses a write inside a read, another limit inside a permit; reuses the same kind', async () => {
+    await expect(
+      locks.using('nested:using', 2000, () => locks.using('nested:using', 2000, () => 'ran', { mode: 'write' }), { mode: 'read' }),
+    ).rejects.toMatchObject({ code: 'LOCK_KIND_MISMATCH' });
+    await expect(
+      locks.using('nested:using-pool', 2000, () => locks.using('nested:using-pool', 2000, () => 'ran', { limit: 1 }), { limit: 5 }),
+    ).rejects.toMatchObject({ code: 'LOCK_KIND_MISMATCH' });
+    const [outer, inner] = await locks.using(
+      'nested:using-pool',
+      2000,
+      (lock) => locks.using('nested:using-pool', 2000, (nested) => [lock, nested], { limit: 5 }),
+      { limit: 5 },
+    );
+    expect(inner).toBe(outer);
   });
 });
 

@@ -105,8 +105,9 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
           users[i % 3]!.using(
             'pool',
             2000,
-            async () => {
+            async (permit) => {
               most = Math.max(most, ++inside);
+              expect([permit.limit, permit.mode]).toEqual([3, undefined]);
               await sleep(5);
               inside--;
               done++;
@@ -290,6 +291,8 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await refusedNow(a, 'doc', { mode: 'write' })).toBe(true);
       await Promise.all(readers.map((r) => r.release()));
       const writer = await a.acquire('doc', 10_000, { mode: 'write' });
+      // A permit says what it is (a nested LockService.using compares it with what it asks for).
+      expect([readers[0]!.mode, writer.mode, writer.limit]).toEqual(['read', 'write', undefined]);
       expect(await refusedNow(b, 'doc', { mode: 'read' })).toBe(true);
       expect(await refusedNow(b, 'doc', { mode: 'write' })).toBe(true);
       await writer.release();
