@@ -3,10 +3,11 @@
  * messages: never a whole object, never a string of unbounded length.
  */
 
-/** A short rendering of an offending value (its type and size, a string's start). */
+/** A short rendering of an offending value (its type and size, a string's start, with no credentials). */
 export function describeValue(value: unknown): string {
   if (typeof value === 'string') {
-    const shown = value.length > 60 ? `${value.slice(0, 60)}…` : value;
+    const masked = withoutCredentials(value);
+    const shown = masked.length > 60 ? `${masked.slice(0, 60)}…` : masked;
     return `${JSON.stringify(shown)} (string of length ${value.length})`;
   }
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') {
@@ -23,4 +24,16 @@ export function describeValue(value: unknown): string {
 export function formatResources(resources: readonly string[]): string {
   const shown = resources.slice(0, 3).map((r) => JSON.stringify(r.length > 80 ? `${r.slice(0, 80)}…` : r));
   return resources.length > 3 ? `[${shown.join(', ')}, … ${resources.length - 3} more]` : shown.join(', ');
+}
+
+/**
+ * A text that may hold URLs with credentials, with them replaced: everything
+ * from the first `scheme://` (or the start) to the last '@' becomes `***`.
+ * Not a URL parser on purpose: what reaches an error is what failed to parse
+ * (a space or quotes around it, several URLs in one string, a password with an
+ * unencoded '@' or '/'), and every spelling must come out without its secret.
+ */
+export function withoutCredentials(text: string): string {
+  if (!text.includes('@')) return text;
+  return text.replace(/^(.*?:\/\/)?.*@/s, (_, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import { withoutCredentials } from './log-safe.js';
 import { LockNode, type NodeSpec } from './node.js';
 
 /**
@@ -19,11 +20,7 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       }
       // An unset environment variable split on commas gives '': it must not become localhost:6379.
       if (typeof spec === 'string' && !NODE_URL.test(spec)) {
-        throw new InvalidArgumentError(
-          `nodes[${i}]`,
-          "a redis:// or rediss:// URL (or a unix socket path starting with '/')",
-          withoutCredentials(spec),
-        );
+        throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", spec);
       }
       let node: LockNode;
       try {
@@ -31,8 +28,8 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       } catch (error) {
         throw new InvalidArgumentError(
           `nodes[${i}]`,
-          `a usable node (${error instanceof Error ? error.message : String(error)})`,
-          typeof spec === 'string' ? withoutCredentials(spec) : spec,
+          `a usable node (${withoutCredentials(error instanceof Error ? error.message : String(error))})`,
+          spec,
         );
       }
       nodes.push(node);
@@ -55,8 +52,3 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
 
 /** What a node given as a string must look like. */
 const NODE_URL = /^(rediss?:\/\/[^\s]+|\/[^\s]*)$/i;
-
-/** A node URL as an error may show it: any user and password replaced. */
-function withoutCredentials(url: string): string {
-  return url.replace(/^([a-z]+:\/\/)[^@/]*@/i, '$1***@');
-}

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { RedisOptions } from 'ioredis';
+import { Cluster, type RedisOptions } from 'ioredis';
 import { InvalidArgumentError, Redlock } from '../../lib/index.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { connectionFor } from '../../lib/core/clients/connection-for.js';
@@ -68,6 +68,19 @@ describe('the node boundary (issue 14 item 4)', () => {
     expect(identity({ sentinels, name: 'other' })).not.toBe(named);
     expect(identity({ sentinels: [{ host: '10.0.0.8' }], name: 'locks' })).not.toBe(named);
     expect(identity({ sentinels, name: 'locks', db: 1 })).toBe('sentinel(locks@10.0.0.7:26379,127.0.0.1:26380)/1');
+  });
+
+  it('names a Cluster node by its seeds, written as host:port whatever their spelling, never by credentials', () => {
+    const cluster = new Cluster(
+      ['redis://:s3cret@localhost:7000', 'redis://locker:s3cret@10.0.0.7:7001', '10.0.0.8:7002', { host: '10.0.0.9' }],
+      {
+        lazyConnect: true,
+        redisOptions: { password: 's3cret' },
+      },
+    );
+    const { connection } = connectionFor(cluster);
+    expect(connection.identity).toBe('cluster(10.0.0.7:7001,10.0.0.8:7002,10.0.0.9:6379,127.0.0.1:7000)');
+    connection.disconnect();
   });
 
   it('opens an ioredis connection of its own for a plain options object', () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { inspect } from 'node:util';
 import { MemoryFencedStore, RedisFencedStore, StaleTokenError, type FencedStore } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 
@@ -21,6 +22,21 @@ const stores: [string, () => FencedStore][] = [
   ['MemoryFencedStore', () => new MemoryFencedStore()],
   ['RedisFencedStore', () => new RedisFencedStore(storeClient, `t${Math.random()}:`)],
 ];
+
+describe('RedisFencedStore rendered', () => {
+  it("never shows the application's client (its options hold the password) to inspect or JSON", () => {
+    const client = new Redis({ lazyConnect: true, username: 'locker', password: 's3cret' });
+    const store = new RedisFencedStore(client);
+    const shown = [
+      inspect(store),
+      inspect(store, { depth: Infinity, showHidden: true, getters: true }),
+      JSON.stringify(store),
+      String(store),
+    ];
+    for (const text of shown) expect(text).not.toMatch(/s3cret|locker/);
+    client.disconnect();
+  });
+});
 
 describe.each(stores)('%s', (_name, make) => {
   it('accepts equal and growing tokens', async () => {

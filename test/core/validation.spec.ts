@@ -72,6 +72,29 @@ describe('node list', () => {
     }
     throw new Error('expected a duplicate-node error');
   });
+  it('never puts a password in the message of a URL it refuses, however it is spelt', () => {
+    // What splitting an environment variable gives: a space or quotes around a URL; a whole
+    // URL list given as one node, or as `nodes`; a password with an unencoded '@'; a long user.
+    const refused: unknown[] = [
+      [' redis://locker:s3cret@10.0.0.2:6379', 'redis://10.0.0.3:6379', 'redis://10.0.0.4:6379'],
+      ['\tredis://locker:s3cret@10.0.0.2:6379'],
+      ['"redis://locker:s3cret@10.0.0.2:6379"'],
+      ['redis://locker:s3c@ret2@10.0.0.2:6379 redis://10.0.0.3:6379'],
+      [`redis://${'u'.repeat(70)}:s3cret@10.0.0.2:6379 `],
+      'redis://default:s3cret@redis.internal:6379',
+    ];
+    for (const nodes of refused) {
+      let message = '';
+      try {
+        new Redlock({ nodes: nodes as string[] });
+      } catch (error) {
+        expect(error).toBeInstanceOf(InvalidArgumentError);
+        message = String((error as Error).message);
+      }
+      expect(message).toMatch(/Expected `nodes/);
+      expect(message).not.toMatch(/s3c|ret2/);
+    }
+  });
   it('computes the quorum as floor(N/2)+1', async () => {
     for (const [n, q] of [
       [1, 1],

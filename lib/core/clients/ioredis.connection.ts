@@ -2,6 +2,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script } from '../script.js';
 import { hostOf } from './host.js';
+import { withoutCredentials } from '../log-safe.js';
 import { listenShared } from './shared-listeners.js';
 
 /** A client the lock can send commands through: a standalone `Redis` or a `Cluster`. */
@@ -213,8 +214,21 @@ function sentinelIdentity({ name, sentinels, db }: RedisOptions): string {
 }
 
 function clusterIdentity(client: IoredisClientLike): string {
-  const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map((n) =>
-    typeof n === 'string' ? n : `${hostOf((n as { host?: string }).host)}:${(n as { port?: number }).port ?? 6379}`,
-  );
+  const seeds = (client as unknown as { startupNodes: unknown[] }).startupNodes.map(seedAddress);
   return `cluster(${seeds.sort().join(',')})`;
+}
+
+/**
+ * A Cluster seed as host:port. ioredis takes a port, 'host:port', a URL (whose
+ * user and password it uses: never shown) or { host, port }.
+ */
+function seedAddress(seed: unknown): string {
+  if (typeof seed === 'number') return `127.0.0.1:${seed}`;
+  if (typeof seed !== 'string') return `${hostOf((seed as { host?: string }).host)}:${(seed as { port?: number }).port ?? 6379}`;
+  try {
+    const url = new URL(seed.includes('://') ? seed : `redis://${seed}`);
+    return `${hostOf(url.hostname)}:${url.port || 6379}`;
+  } catch {
+    return withoutCredentials(seed);
+  }
 }

@@ -16,10 +16,16 @@ import { checkToken, type FencedStore } from './fenced-store.js';
  * });
  */
 export class RedisFencedStore implements FencedStore {
+  // Truly private: the application's client holds its password in its options, and
+  // no inspect, serializer or logger reaches a # field.
+  readonly #client: ScriptRunner;
+
   constructor(
-    private readonly client: ScriptRunner,
+    client: ScriptRunner,
     private readonly prefix = 'fenced:',
-  ) {}
+  ) {
+    this.#client = client;
+  }
 
   async get(key: string, token: number): Promise<string | null> {
     return (await this.access(key, token, 'get')) as string | null;
@@ -37,7 +43,7 @@ export class RedisFencedStore implements FencedStore {
     checkToken(token);
     const keys = [`${this.prefix}data:${key}`, `${this.prefix}token:${key}`];
     const args = op === 'set' ? { token, op, value: value! } : { token, op };
-    const reply = FENCED_ACCESS.decode(await runScript(this.client, FENCED_ACCESS, keys, FENCED_ACCESS.argv(args)));
+    const reply = FENCED_ACCESS.decode(await runScript(this.#client, FENCED_ACCESS, keys, FENCED_ACCESS.argv(args)));
     if (!reply.accepted) throw new StaleTokenError(key, token, reply.highest);
     return reply.value;
   }
