@@ -5,7 +5,7 @@
  * module mirrors. Not exported from the package.
  */
 export { validateResources } from './keys.js';
-export { checkAcquireOptions, checkTtl } from './options.js';
+export { checkAcquireOptions, checkKnown, checkTtl } from './options.js';
 export { formatResources } from './log-safe.js';
 export { describeKind } from './permit.js';
 export { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, FORCE_RELEASE, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from './scripts.js';

@@ -240,7 +240,7 @@ const ACQUIRE_KEYS: ReadonlySet<string> = new Set<keyof AcquireOptions>([
 const AUTO_EXTEND_KEYS: ReadonlySet<string> = new Set<keyof AutoExtendOptions>(['threshold', 'maxExtensions']);
 
 /** A misspelt option would otherwise be ignored in silence, its default used instead. */
-function checkKnown(name: string, options: object, known: ReadonlySet<string>): void {
+export function checkKnown(name: string, options: object, known: ReadonlySet<string>): void {
   for (const key of Object.keys(options)) {
     if (!known.has(key)) {
       throw new InvalidArgumentError(`${name}.${key}`, `one of the known options (${[...known].join(', ')})`, key);

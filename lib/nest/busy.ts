@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../core/index.js';
+import { checkKnown } from '../core/layers.js';
 import type { BusyContext, BusyOptions } from './redlock-module-options.interface.js';
 
 /** A busy resource waits this long by default in `wait` mode, ms. */
@@ -69,6 +70,8 @@ export function skipsWhenBusy(busy: ResolvedBusy): boolean {
   return mode === 'skip' || mode === 'delay';
 }
 
+const BUSY_KEYS: ReadonlySet<string> = new Set<keyof BusyOptions>(['mode', 'wait', 'status', 'delay', 'maxDelay', 'exception']);
+
 /**
  * Checks busy settings where they are given: module options at bootstrap,
  * `@Locked` at decoration. `delay` is a mode of queue jobs only.
@@ -76,6 +79,7 @@ export function skipsWhenBusy(busy: ResolvedBusy): boolean {
 export function checkBusy(name: string, busy: BusyOptions | undefined, delay = true): void {
   if (busy === undefined) return;
   if (typeof busy !== 'object' || busy === null) throw new InvalidArgumentError(name, 'an object', busy);
+  checkKnown(name, busy, BUSY_KEYS);
   const modes = delay ? ['skip', 'throw', 'wait', 'delay'] : ['skip', 'throw', 'wait'];
   if (busy.mode !== undefined && !modes.includes(busy.mode)) {
     const expected = modes.map((m) => `'${m}'`);

@@ -1,4 +1,5 @@
-import { checkAcquireOptions, checkTtl } from '../core/layers.js';
+import { InvalidArgumentError } from '../core/index.js';
+import { checkAcquireOptions, checkKnown, checkTtl } from '../core/layers.js';
 import { isObservable, type Observable } from 'rxjs';
 import { checkBusy } from './busy.js';
 import { checkKey, type LockKey } from './lock-key.js';
@@ -6,6 +7,8 @@ import { setLockedMetadata, type LockedMetadata, type LockedOptions } from './lo
 import { runnerOf } from './locked.registry.js';
 
 export type { LockedMetadata, LockedOptions } from './locked.metadata.js';
+
+const LOCKED_KEYS: ReadonlySet<string> = new Set<keyof LockedOptions>(['busy', 'lockAtLeastFor', 'limit', 'mode']);
 
 /**
  * The methods `@Locked` applies to. Taking a lock waits for the nodes, so a
@@ -45,10 +48,18 @@ export function Locked<TArgs extends unknown[] = any[], TSelf = any>(
   options: LockedOptions = {},
 ): LockedDecorator {
   checkKey(key);
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('@Locked options', 'an object', options);
+  checkKnown('@Locked options', options, LOCKED_KEYS);
   if (ttl !== undefined) checkTtl(ttl, '@Locked ttl');
   if (options.lockAtLeastFor !== undefined) checkTtl(options.lockAtLeastFor, '@Locked lockAtLeastFor');
   checkBusy('@Locked busy', options.busy);
-  if (options.limit !== undefined || options.mode !== undefined) checkAcquireOptions({ limit: options.limit, mode: options.mode });
+  if (options.limit !== undefined || options.mode !== undefined) {
+    checkAcquireOptions({ limit: options.limit, mode: options.mode });
+    // A key function may name one resource per call: only a list is known now.
+    if (Array.isArray(key) && key.length > 1) {
+      throw new InvalidArgumentError('@Locked key', 'a single resource with `limit` or `mode` (a permit is of one resource)', key);
+    }
+  }
   return (target, propertyKey, descriptor) => {
     const original = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
     if (typeof original !== 'function') throw new TypeError('@Locked applies to methods only');

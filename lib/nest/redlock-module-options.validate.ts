@@ -1,7 +1,10 @@
 import { InvalidArgumentError, type RedlockOptions } from '../core/index.js';
+import { checkKnown } from '../core/layers.js';
 import { checkBusy, checkStatus } from './busy.js';
 import { checkScheduleOptions } from './schedule-lock.options.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
+
+const UNAVAILABLE_KEYS: ReadonlySet<string> = new Set(['status']);
 
 /**
  * Checks the Nest-only options and returns the client's options without them;
@@ -21,6 +24,7 @@ export function validateModuleOptions(options: RedlockModuleOptions): RedlockOpt
     if (typeof controllerUnavailable !== 'object' || controllerUnavailable === null) {
       throw new InvalidArgumentError('controllerUnavailable', 'an object', controllerUnavailable);
     }
+    checkKnown('controllerUnavailable', controllerUnavailable, UNAVAILABLE_KEYS);
     checkStatus('controllerUnavailable.status', controllerUnavailable.status);
   }
   if (logger !== undefined && logger !== false && !isLogger(logger)) {

@@ -1,4 +1,4 @@
-import { checkTtl } from '../core/layers.js';
+import { checkKnown, checkTtl } from '../core/layers.js';
 import { InvalidArgumentError } from '../core/index.js';
 
 /**
@@ -23,12 +23,15 @@ export interface ScheduleLockOptions {
   readonly perTick?: boolean;
 }
 
+const SCHEDULE_KEYS: ReadonlySet<string> = new Set<keyof ScheduleLockOptions>(['ttl', 'lockAtLeastFor', 'prefix', 'perTick']);
+
 /** Checked at bootstrap, with the other module options. */
 export function checkScheduleOptions(schedule: unknown): void {
   if (schedule === undefined || typeof schedule === 'boolean') return;
   if (typeof schedule !== 'object' || schedule === null) {
     throw new InvalidArgumentError('schedule', 'true, false or an object ({ ttl, lockAtLeastFor, prefix, perTick })', schedule);
   }
+  checkKnown('schedule', schedule, SCHEDULE_KEYS);
   const { ttl, lockAtLeastFor, prefix, perTick } = schedule as ScheduleLockOptions;
   if (ttl !== undefined) checkTtl(ttl, 'schedule.ttl');
   if (lockAtLeastFor !== undefined) checkTtl(lockAtLeastFor, 'schedule.lockAtLeastFor');

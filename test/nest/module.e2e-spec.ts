@@ -77,6 +77,14 @@ describe('RedlockModule', () => {
         .then((m) => m.createNestApplication({ logger: false }).init());
     await expect(build({ driftFactor: 3 })).rejects.toThrow('Expected `driftFactor` to be a number in [0, 1), got 3 (number)');
     await expect(build({ methodBusy: { mode: 'later' } })).rejects.toThrow("Expected `methodBusy.mode` to be 'skip', 'throw' or 'wait'");
+    // A misspelt Nest option is refused as a misspelt client option is, not ignored.
+    await expect(build({ controllerBusy: { staus: 423 } })).rejects.toThrow(
+      'Expected `controllerBusy.staus` to be one of the known options',
+    );
+    await expect(build({ schedule: { perTik: true } })).rejects.toThrow('Expected `schedule.perTik` to be one of the known options');
+    await expect(build({ controllerUnavailable: { statusCode: 500 } })).rejects.toThrow(
+      'Expected `controllerUnavailable.statusCode` to be one of the known options',
+    );
     await expect(Test.createTestingModule({ imports: [RedlockModule.forRoot({ nodes: [] })] }).compile()).rejects.toThrow(
       'Expected `nodes` to be a non-empty array',
     );

@@ -118,6 +118,10 @@ describe('@Locked with a limit or a mode', () => {
     expect(() => Locked('bad', 1000, { limit: 0 })).toThrow(InvalidArgumentError);
     expect(() => Locked('bad', 1000, { limit: 2, mode: 'read' })).toThrow(InvalidArgumentError);
     expect(() => Locked('bad', 1000, { mode: 'shared' as 'read' })).toThrow(InvalidArgumentError);
+    // A permit is of one resource: a key that names two is refused here, not on every call.
+    expect(() => Locked(['a', 'b'], 1000, { limit: 2 })).toThrow('Expected `@Locked key` to be a single resource with `limit` or `mode`');
+    expect(() => Locked(['a:{args.0}', 'b'], 1000, { mode: 'read' })).toThrow(InvalidArgumentError);
+    expect(() => Locked(['a'], 1000, { mode: 'read' })).not.toThrow();
   });
 });
 

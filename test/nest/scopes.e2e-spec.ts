@@ -76,6 +76,12 @@ describe('busy settings (issue 14.8)', () => {
   it('are checked where @Locked is applied, not on the first busy call', () => {
     expect(() => Locked('k', 1000, { busy: { mode: 'wiat' as never } })).toThrow(InvalidArgumentError);
     expect(() => Locked('k', 1000, { busy: { status: 200 } })).toThrow(/status/);
+    // Misspelt names and a null options object: typed, naming the option, not ignored or a TypeError.
+    expect(() => Locked('k', 1000, { busy: { mdoe: 'wait' } as never })).toThrow(
+      'Expected `@Locked busy.mdoe` to be one of the known options',
+    );
+    expect(() => Locked('k', 1000, { limt: 2 } as never)).toThrow('Expected `@Locked options.limt` to be one of the known options');
+    expect(() => Locked('k', 1000, null as never)).toThrow(InvalidArgumentError);
   });
 
   it('answer a busy handler with the status configured and its own reason phrase, not always "Conflict"', async () => {
