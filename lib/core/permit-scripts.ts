@@ -1,6 +1,19 @@
 import type { AcquireReply } from './acquire-contract.js';
 import { defineScript, tuple } from './script.js';
 
+/**
+ * Lua: \`atLeast(key, ms)\` gives a queue key (the queue, its deadlines, the
+ * hand-overs) at least \`ms\` more to live, never less. Those keys hold every
+ * waiter's entry: set to one caller's entry ttl, a short one (a caller with
+ * a short retry delay, about to give up) would expire a patient waiter's place,
+ * and with it the reservation and the hand-over it is owed. PTTL first, not
+ * PEXPIRE GT: Redis 6.2 and KeyDB have no GT, and GT never sets a key with no ttl.
+ */
+export const AT_LEAST = `
+local function atLeast(key, ms)
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+end`;
+
 // The scripts of permits: semaphores (`limit: n`) and read-write locks (`mode`).
 // Beside scripts.ts rather than in it: that file holds the mutex's Lua and is at
 // its size limit; NODE_SCRIPTS there loads these too.
@@ -137,7 +150,7 @@ export interface PermitAcquireArgs {
  */
 export const PERMIT_ACQUIRE = defineScript(
   'permit-acquire',
-  `${HELPERS}${ENTRY_STATE}
+  `${HELPERS}${AT_LEAST}${ENTRY_STATE}
 local key, kindKey = KEYS[1], KEYS[2]
 local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local q, d, h = KEYS[3], KEYS[4], KEYS[5]
@@ -184,14 +197,14 @@ if waiter then
   if at < now - 1000 then since = now - 1000 elseif at > now + 1000 then since = now + 1000 end
   redis.call('ZADD', q, 'NX', since, waiter)
   redis.call('HSET', d, waiter, admitted and -(now + ttl) or now + tonumber(entryTtl))
-  redis.call('PEXPIRE', q, entryTtl)
-  redis.call('PEXPIRE', d, entryTtl)
+  atLeast(q, entryTtl)
+  atLeast(d, entryTtl)
   -- Refused, it leaves what a release needs to hand it a permit (see WAKE), in a
   -- hash of its own: the deadlines stay numbers, as an earlier version's scripts
   -- (another process, during a rolling deploy) read them.
   if h and not admitted then
     redis.call('HSET', h, waiter, ttl .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' ' .. kind .. ' ' .. member)
-    redis.call('PEXPIRE', h, entryTtl)
+    atLeast(h, entryTtl)
   end
 end
 if not admitted then return {0, -1} end
@@ -290,7 +303,7 @@ export interface PermitReleaseArgs {
  */
 export const PERMIT_RELEASE = defineScript(
   'permit-release',
-  `${HELPERS}${WAKE}
+  `${HELPERS}${AT_LEAST}${WAKE}
 local removed = 0
 if ARGV[1] ~= '' then removed = redis.call('ZREM', KEYS[1], ARGV[1]) end
 if #ARGV < 3 then return removed end
@@ -306,8 +319,8 @@ end
 -- refused it count it as a waiter ahead, and this one must too.
 if ARGV[5] ~= '' and redis.call('ZSCORE', q, ARGV[5]) then
   redis.call('HSET', d, ARGV[5], now + tonumber(ARGV[6]))
-  redis.call('PEXPIRE', q, ARGV[6])
-  redis.call('PEXPIRE', d, ARGV[6])
+  atLeast(q, ARGV[6])
+  atLeast(d, ARGV[6])
 end
 if removed == 0 and left == 0 then return 0 end
 local limit = limitOf(ARGV[2])

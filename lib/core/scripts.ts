@@ -1,6 +1,6 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
 import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
-import { PERMIT_SCRIPTS } from './permit-scripts.js';
+import { AT_LEAST, PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
@@ -27,7 +27,7 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  */
 export const ACQUIRE = defineScript(
   'acquire',
-  `
+  `${AT_LEAST}
 local value = ARGV[1]
 local spec = ARGV[3]
 local fair = spec ~= ''
@@ -130,8 +130,8 @@ if blocker or reserved then
       local q, d = K[q0 + 2 * i - 1], K[q0 + 2 * i]
       redis.call('ZADD', q, 'NX', since, waiter)
       redis.call('HSET', d, waiter, now + tonumber(entryTtl))
-      redis.call('PEXPIRE', q, entryTtl)
-      redis.call('PEXPIRE', d, entryTtl)
+      atLeast(q, entryTtl)
+      atLeast(d, entryTtl)
     end
     -- A waiter for one resource leaves what a release needs to hand the lock over
     -- to it (see GRANT): ttl, attempt, counter retention and floor ('0 0' with
@@ -141,7 +141,7 @@ if blocker or reserved then
     if n == 1 then
       local h = K[q0 + 3]
       redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' m ' .. value)
-      redis.call('PEXPIRE', h, entryTtl)
+      atLeast(h, entryTtl)
     end
   end
   if blocker then return {0, -1} end

@@ -12,6 +12,11 @@ export const limitOf = (kind: string): number => {
 
 const weight = (member: string, limit: number): number => (member.endsWith(':w') ? limit : 1);
 
+/** A queue key gets at least `ms` more to live, never less (see AT_LEAST in permit-scripts.ts). */
+export function atLeast(ops: Ops, key: string, ms: string): void {
+  if (ops.pttl(key) < Number(ms)) ops.pexpire(key, ms);
+}
+
 /** The weight of the live holders; expired ones are dropped first. */
 export function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
   ops.zremBelow(key, now);
@@ -115,11 +120,11 @@ function joinQueue(
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : since;
   ops.zaddNx(q, position, waiter);
   ops.hset(d, waiter, String(heldFor === undefined ? now + Number(entryTtl) : -(now + heldFor)));
-  ops.pexpire(q, entryTtl);
-  ops.pexpire(d, entryTtl);
+  atLeast(ops, q, entryTtl);
+  atLeast(ops, d, entryTtl);
   if (h !== undefined && heldFor === undefined) {
     ops.hset(h, waiter, handOver);
-    ops.pexpire(h, entryTtl);
+    atLeast(ops, h, entryTtl);
   }
 }
 
@@ -202,8 +207,8 @@ const permitRelease: Implementation = (ops, KEYS, ARGV) => {
   const [undone, entryTtl] = [ARGV[4]!, ARGV[5]!];
   if (undone !== '' && ops.zscore(q, undone) !== undefined) {
     ops.hset(d, undone, String(now + Number(entryTtl)));
-    ops.pexpire(q, entryTtl);
-    ops.pexpire(d, entryTtl);
+    atLeast(ops, q, entryTtl);
+    atLeast(ops, d, entryTtl);
   }
   if (removed === 0 && left === 0) return 0;
   const limit = limitOf(ARGV[1]!);

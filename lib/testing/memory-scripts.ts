@@ -15,7 +15,7 @@ import {
   type Script,
 } from '../core/layers.js';
 import type { Ops } from './memory-data.js';
-import { PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
+import { atLeast, PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 import { forceRelease, inspect } from './memory-operator-scripts.js';
 
 /** A script argument as ioredis takes it. */
@@ -138,14 +138,14 @@ function joinQueues(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], 
     const [q, d] = queueKeys(KEYS, call, i);
     ops.zaddNx(q, position, waiter);
     ops.hset(d, waiter, String(ops.clockMs() + ttl));
-    ops.pexpire(q, call.entryTtl!);
-    ops.pexpire(d, call.entryTtl!);
+    atLeast(ops, q, call.entryTtl!);
+    atLeast(ops, d, call.entryTtl!);
   }
   // A waiter for one resource leaves its hand-over (ARGV without the prefix length).
   if (call.n === 1) {
     const h = queueKeys(KEYS, call, 1)[2];
     ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} m ${call.value}`);
-    ops.pexpire(h, call.entryTtl!);
+    atLeast(ops, h, call.entryTtl!);
   }
 }
 
@@ -356,7 +356,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '9e339a7068dd2b6f374fca02da928a1ba800a14e',
+  acquire: '98eb31e8c1cee667f1cb1ba4ae01b04c3085dbdc',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
@@ -364,10 +364,10 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   release: 'ae819ed00f532a040d8436bd17f7221fb6532937',
   'leave-queue': '0cb17609d2f4d885360a5bd76929fbaa3ca94b3f',
   'force-release': '5fc0756f1f505a8e1b07a6226f5cc05c7ed18652',
-  'permit-acquire': 'a8ba2fe8ba54b8e77f1d2e78bfe578ca87114c75',
+  'permit-acquire': '4538bd6a850f97b3093ac8c7c8a1db047c359383',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': 'f66ef173b6c49db8fe1c3a436d2d826a6fcc0a4b',
+  'permit-release': 'ce61981f111726fbc0ca1aa14e26ec309645b3ec',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

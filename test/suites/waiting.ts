@@ -130,6 +130,22 @@ export function describeWaiting(kind: NodeKind): void {
       expect(await waiting).toBeInstanceOf(LockAbortedError);
     });
 
+    it("does not let a short-lived waiter cut the life of a longer one's queue entry (the queue keys' ttl only grows)", async () => {
+      const holder = client();
+      const patient = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('patient', 10_000);
+      const waiting = patient.acquire('patient', 10_000);
+      await until(async () => (await raw[0]!.zcard('redlock:queue:patient')) === 1, 'the patient waiter queued');
+      const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
+      await expect(hasty.acquire('patient', 10_000)).rejects.toBeInstanceOf(ResourceBusyError);
+      // The patient entry lives about 2 x (5000 + node timeout) + 100 ms: so do the keys that hold it.
+      for (const key of ['redlock:queue:patient', 'redlock:queue-deadlines:patient', 'redlock:handover:patient']) {
+        for (const ttl of await Promise.all(raw.map((r) => r.pttl(key)))) expect(ttl).toBeGreaterThan(5000);
+      }
+      await held.release();
+      await (await waiting).release();
+    });
+
     it('leaves nothing behind when the waiter is aborted or gives up', async () => {
       // Both waiters' queue entries would live for over 5 s (2 x (retry delay + node
       // timeout) + 100 ms): queues empty within 2 s were left, not expired.

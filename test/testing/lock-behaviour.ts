@@ -23,6 +23,7 @@ import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 /** What a test needs of one node's connection: an ioredis client or a MemoryRedisNode. */
 export interface DirectNode extends ScriptRunner {
   zrange(key: string, start: number, stop: number): Promise<string[]>;
+  pttl(key: string): Promise<number>;
 }
 
 /** A set of nodes to run the suite on, and what the suite needs to do to them. */

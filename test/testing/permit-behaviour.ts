@@ -211,6 +211,27 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await Promise.all(all.map((i) => acquire(i, 'vz')))).toEqual(everywhere(false));
     });
 
+    it("a short-lived waiter does not cut the life of a longer one's queue entry (the queue keys' ttl only grows)", async () => {
+      // The keys hold every waiter's entry: expiring them with the shortest caller's entry
+      // ttl wiped a patient waiter's place, so that the release handed the permit to nobody,
+      // a newcomer took it, and (read-write) readers were let in past a waiting writer.
+      const holder = client();
+      const patient = client({ retryDelay: 5000, retryJitter: 0 });
+      for (const options of [{ limit: 1 }, { mode: 'write' as const }]) {
+        const resource = `patient:${options.limit ?? options.mode}`;
+        const held = await holder.acquire(resource, 10_000, options.limit ? options : { mode: 'read' });
+        const waiting = patient.acquire(resource, 10_000, options);
+        await until(() => patient.stats.waiting === 1, 'the patient waiter queued');
+        // Its entry lives about 2 x (5000 + node timeout) + 100 ms; the hasty caller's about 2 x 10 + 2 x node timeout + 100.
+        const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
+        await expect(hasty.acquire(resource, 10_000, options.limit ? options : { mode: 'read' })).rejects.toBeInstanceOf(ResourceBusyError);
+        const ttls = await Promise.all(backend.direct.map((n) => n.pttl(`redlock:queue:${resource}`)));
+        for (const ttl of ttls) expect(ttl).toBeGreaterThan(5000);
+        await held.release();
+        await (await waiting).release();
+      }
+    });
+
     it('a waiter that gives up leaves nothing behind: the next caller gets the freed permit at once', async () => {
       const holder = client();
       const quitter = client({ retryDelay: 5000, retryJitter: 0 });

@@ -22,6 +22,7 @@ const redisBackend = async (): Promise<PermitBackend> => {
       evalsha: r.evalsha.bind(r),
       eval: r.eval.bind(r),
       zrange: (key: string, start: number, stop: number) => r.zrange(key, start, String(stop)),
+      pttl: (key: string) => r.pttl(key),
     })),
     deleteKey: async (i, key) => void (await raw[i]!.del(key)),
     flush: async () => void (await Promise.all(raw.map((r) => r.flushall()))),
