@@ -1,10 +1,8 @@
 #!/usr/bin/env node
+import { exitWhenWritten } from './cli/exit.js';
 import { main } from './cli/main.js';
 
-main(process.argv.slice(2), (line) => console.log(line)).then(
-  (code) => process.exit(code),
-  (error: Error) => {
-    console.error(error.message);
-    process.exit(1);
-  },
-);
+main(process.argv.slice(2), (line) => console.log(line)).then(exitWhenWritten, (error: Error) => {
+  console.error(error.message);
+  exitWhenWritten(1);
+});

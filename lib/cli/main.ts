@@ -63,17 +63,22 @@ export async function main(argv: readonly string[], print: (line: string) => voi
     print(`release needs --force: it evicts whoever holds the lock, whose work may still be running.\n\n${USAGE}`);
     return 2;
   }
-  const nodes = parsed.values.nodes.split(',').filter(Boolean);
-  // An operator's command is not on a latency budget: a node busy for a moment still answers.
-  const redlock = new Redlock({ nodes, prefix: parsed.values.prefix, retryCount: 0, nodeTimeout: 1000 });
+  // 'url, url' (a list copied with its spaces) as well as 'url,url'.
+  const nodes = parsed.values.nodes
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
+  let redlock: Redlock | undefined;
   try {
-    await redlock.ready();
+    // An operator's command is not on a latency budget: a node busy for a moment still answers.
+    redlock = new Redlock({ nodes, prefix: parsed.values.prefix, retryCount: 0, nodeTimeout: 1000 });
+    // The commands wait for the connections themselves (at most a moment for a hung node).
     return await command.run({ args, values: parsed.values, redlock, print });
   } catch (error) {
     if (!(error instanceof InvalidArgumentError) && !(error instanceof QuorumUnreachableError)) throw error;
     print(error instanceof InvalidArgumentError ? `${error.message}\n\n${USAGE}` : error.message);
     return error instanceof InvalidArgumentError ? 2 : 1;
   } finally {
-    await redlock.close();
+    await redlock?.close();
   }
 }

@@ -17,16 +17,10 @@ import { callRound, type NodeSet } from './round.js';
 import { describeKind, mismatchIn, optionsOfPermit } from './permit.js';
 import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
 import type { NodeReport } from './outcome.js';
+import { CONNECT_WAIT } from './node-watch.js';
 import { Turn, type AwaitedHandOver } from './turn.js';
 import { doneVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
-
-/**
- * Longest wait of an acquire for the first connections, ms. Past it the round
- * is sent anyway, and nodes still connecting count as timeouts: a node that
- * accepts TCP but never answers must not hold the first acquire up.
- */
-const CONNECT_WAIT = 2000;
 
 /**
  * Longest wait for the rest of a quorum of hand-overs once one came, ms (or

@@ -36,6 +36,13 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
   return detach;
 }
 
+/**
+ * Longest wait of a call for connections still being made, ms. Past it the
+ * call goes on, and nodes still connecting count as not answering: a node
+ * that accepts TCP but never answers (hung) must not hold a call up.
+ */
+export const CONNECT_WAIT = 2000;
+
 /** Calls `done` once a quorum of nodes is connected, or every node has connected or failed once. */
 export function connectQuorum(nodes: readonly LockNode[], quorum: number, done: () => void): void {
   let up = 0;

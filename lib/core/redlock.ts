@@ -18,7 +18,7 @@ import { Lock, secretOf } from './lock.js';
 import type { LockNode } from './node.js';
 import { pingNodes, type NodeHealth } from './node-health.js';
 import { buildNodes } from './node-specs.js';
-import { connectQuorum, watchNodes } from './node-watch.js';
+import { CONNECT_WAIT, connectQuorum, watchNodes } from './node-watch.js';
 import {
   checkAcquireOptions,
   checkDelay,
@@ -170,6 +170,16 @@ export class Redlock {
    */
   ready(): Promise<void> {
     return this.connecting ?? Promise.resolve();
+  }
+
+  /**
+   * For the operators' calls, which count every node's answer: every node
+   * connected or failed, or CONNECT_WAIT passed. Not `ready()`, which ends at
+   * a quorum (a node still connecting then refuses the call, and is counted
+   * out though healthy) and never ends while most nodes hang.
+   */
+  private async connected(): Promise<void> {
+    await this.closing.settles(Promise.all(this.#nodes.map((node) => node.connect())), CONNECT_WAIT, undefined);
   }
 
   /** What logs show of the client: its nodes' labels and quorum, never a client or a secret. */
@@ -358,6 +368,7 @@ export class Redlock {
    */
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
+    await this.connected();
     return inspectNodes(this.#set, this.layout, name!, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
   }
 
@@ -368,7 +379,7 @@ export class Redlock {
    */
   async list(pattern = '*', options: ListOptions = {}): Promise<LockListing> {
     const [match, limit] = [checkPattern(pattern), checkListLimit(options.limit)];
-    await this.ready();
+    await this.connected();
     return listLocks(this.#set, this.layout, match, limit, this.nodeTimeoutFor(this.options.ttl));
   }
 
@@ -384,7 +395,7 @@ export class Redlock {
   async forceRelease(resource: string, options: ForceReleaseOptions = {}): Promise<ForceReleaseResult> {
     const [name] = validateResources(resource);
     const holder = checkHolder(options.holder);
-    await this.ready();
+    await this.connected();
     const { layout, wakePrefix } = this;
     const timeout = this.nodeTimeoutFor(this.options.ttl);
     return forceRelease({ set: this.#set, layout, wakePrefix, retention: this.options.fencingRetention, timeout }, name!, holder);

@@ -10,6 +10,9 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
+/** The per-node timeout of the operators' calls here (the CLI's is 1 s too). */
+const OPERATOR_WAIT = 1000;
+
 let fleet: RedisFleet;
 beforeAll(async () => {
   fleet = await startFleet(3);
@@ -139,6 +142,34 @@ describe('inspection', () => {
     }
   });
 
+  it('a new client lists every node, one still connecting included, and ends in bounded time with most nodes hung', async () => {
+    // Right after construction a quorum is connected and the rest may not be yet: SCAN was
+    // sent to a node still connecting (refused at once, so left out of the listing).
+    for (let i = 0; i < 5; i++) {
+      const fresh = new Redlock({ nodes: fleet.urls, nodeTimeout: OPERATOR_WAIT });
+      try {
+        expect((await fresh.list('*')).scanned).toBe(3);
+      } finally {
+        await fresh.close();
+      }
+    }
+    // Two of three nodes hung (accepting connections, answering nothing): the connections
+    // never become ready, and listing and force-release waited for them forever.
+    await fleet.pause(0);
+    await fleet.pause(1);
+    const hung = new Redlock({ nodes: fleet.urls, nodeTimeout: OPERATOR_WAIT, retryCount: 0 });
+    try {
+      await expect(hung.list('*')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      await expect(hung.forceRelease('x')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      const lines: string[] = [];
+      expect(await main(['list', '--nodes', fleet.urls.join(',')], (l) => lines.push(l))).toBe(1);
+    } finally {
+      await fleet.resume(0);
+      await fleet.resume(1);
+      await hung.close();
+    }
+  });
+
   it('reports nodes that are down, and exits non-zero without a quorum', async () => {
     await fleet.kill(0);
     await fleet.kill(1);
@@ -149,5 +180,23 @@ describe('inspection', () => {
     expect(lines.join('\n')).toMatch(/error/);
     expect(lines.join('\n')).not.toContain('s3cret-pw');
     expect(await main(['bogus'], () => undefined)).toBe(2);
+    // A bad node list is a usage error (2), named without its password; a list copied with spaces is read.
+    const usage: string[] = [];
+    expect(await main(['list', '--nodes', 'http://:s3cret-pw@h:1'], (l) => usage.push(l))).toBe(2);
+    expect(usage.join('\n')).toMatch(/Expected `nodes\[0\]` to be a redis:\/\/ or rediss:\/\/ URL[^]*Usage:/);
+    expect(usage.join('\n')).not.toContain('s3cret-pw');
+    expect(
+      await main(
+        [
+          'list',
+          '--nodes',
+          fleet.urls
+            .slice(2)
+            .map((u) => ` ${u} `)
+            .join(','),
+        ],
+        () => undefined,
+      ),
+    ).toBe(0);
   });
 });
