@@ -36,7 +36,8 @@ export interface ForceReleaseResult {
   readonly identity?: HolderIdentity;
   readonly mode?: 'read' | 'write';
   /**
-   * The resource's fencing counter after the release (fencing on): above the
+   * The resource's fencing counter after the release (fencing on; not when
+   * another holder kept the resource everywhere, which raises none): above the
    * evicted holder's token, and below the next holder's. A fenced store that
    * has been accessed with it, or with the next holder's token, refuses the
    * evicted holder's writes.
@@ -93,7 +94,8 @@ export async function forceRelease(ctx: ForceReleaseContext, resource: string, n
     );
   }
   const released = replies.filter((r) => r.outcome === 'released');
-  const counters = replies.map((r) => r.counter ?? 0);
+  // The counters raised (a node with another holder raises none): none raised, no token to report.
+  const counters = replies.flatMap((r) => (r.counter === undefined ? [] : [r.counter]));
   const evicted = released[0];
   const kind = kindOfReplies(replies);
   return {
@@ -105,7 +107,7 @@ export async function forceRelease(ctx: ForceReleaseContext, resource: string, n
     holder: evicted?.holder,
     identity: evicted?.identity === undefined ? undefined : decodeIdentity(evicted.identity),
     mode: evicted && kind === 'rw' ? (evicted.writer ? 'write' : 'read') : undefined,
-    fencingToken: fencing ? Math.max(...counters) : undefined,
+    fencingToken: fencing && counters.length > 0 ? Math.max(...counters) : undefined,
     nodes: round.reports,
   };
 }
