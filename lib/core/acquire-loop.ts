@@ -124,26 +124,29 @@ export class AcquireLoop {
       if (step === 'give-up') throw fail(error());
       const { retryDelay, retryJitter } = plan.retry;
       const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
-      if (performance.now() + delay >= plan.deadline) throw fail(error());
+      // Next attempt past the deadline: a waiter waits for a hand-over till then, a poller gives up.
+      const left = plan.deadline - performance.now();
+      if (delay >= left && !plan.waiter) throw fail(error());
       if (plan.waiter && !turn) turn = new Turn(notifier, plan.waiter, true);
       if (!waits.counted) {
         waits.counted = true;
         this.waiting++;
       }
-      const awaited = turn && {
-        attempt,
-        eligible: this.eligible(set, outcome.reports),
-        quorum: set.quorum,
-        grace: Math.min(plan.nodeTimeout, this.handOverGrace),
-      };
-      const interrupted = await this.waitTurn(plan, turn, delay, awaited);
+      const awaited = turn && this.awaiting(plan, set, attempt, outcome.reports);
+      const interrupted = await this.waitTurn(plan, turn, Math.min(delay, Math.max(0, left)), awaited);
       if (interrupted) throw fail(interrupted);
       const handed = awaited && this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports);
       if (handed) {
         turn!.stop();
         return this.handOver(plan, handed, attempt, queuedOn, true);
       }
+      if (performance.now() >= plan.deadline) throw fail(error()); // a wait cut short leaves time for one
     }
+  }
+
+  /** What a waiter watches for in its wait: a quorum of hand-overs of this attempt's entry from the nodes that refused it. */
+  private awaiting(plan: AcquirePlan, set: NodeSet, attempt: number, reports: readonly NodeReport[]): AwaitedHandOver {
+    return { attempt, eligible: this.eligible(set, reports), quorum: set.quorum, grace: Math.min(plan.nodeTimeout, this.handOverGrace) };
   }
 
   /** Per node: it refused the attempt (so got no undo from it) and is counted (not inside its restart guard). */

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockAbortedError, Redlock, ResourceBusyError } from '../../lib/index.js';
+import { LockAbortedError, Redlock, ResourceBusyError, type Lock } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import type { NodeKind, OpenedNodes } from '../support/node-kinds.js';
@@ -259,6 +259,20 @@ export function describeWaiting(kind: NodeKind): void {
       // Its entry would otherwise stay for its ttl (2 x (500 ms + node timeout) + 100 ms).
       await until(async () => (await queueKeysLeft()).length === 0, 'empty queues', 300);
       await held.release();
+    });
+
+    it('waits for a hand-over until its acquireTimeout, though its next attempt would come later', async () => {
+      // It gave up at once when the retry delay reached past the deadline: a release before
+      // the deadline (here, 1.5 s of it left) found nobody waiting.
+      const holder = client();
+      const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+      const held = await holder.acquire('deadline', 10_000);
+      const waiting = waiter.acquire('deadline', 10_000, { acquireTimeout: 2000 }).catch((e: unknown) => e);
+      await until(() => waiter.stats.waiting === 1, 'the waiter waiting', 1000);
+      await held.release();
+      const lock = await waiting;
+      expect(lock).toMatchObject({ resources: ['deadline'] });
+      await (lock as Lock).release();
     });
 
     it('shares one resource fairly among eight contending clients', async () => {
