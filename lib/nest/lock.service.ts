@@ -101,9 +101,12 @@ export class LockService {
     options?: Omit<AcquireOptions, 'autoExtend'>,
   ): Promise<T> {
     const names = validateResources(resources);
-    // Checked here too: a nested call runs without the client, which would check them.
-    const outer = heldInScope(names, heldLocks(), checkAcquireOptions(options));
-    if (outer) return fn(outer);
+    const held = heldLocks();
+    if (held.length > 0) {
+      // Checked here only when nested: a nested call may run without the client, which checks them.
+      const outer = heldInScope(names, held, checkAcquireOptions(options));
+      if (outer) return fn(outer);
+    }
     return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
   }
 
