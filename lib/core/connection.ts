@@ -31,7 +31,10 @@ export interface LockConnection {
   readonly failsOver?: boolean;
   /** True while commands can be sent and answered. */
   readonly isReady: boolean;
-  /** The client's own word for its state (`reconnecting`, `end`, ...), for error messages. */
+  /**
+   * The client's own word for its state (`reconnecting`, `end`, ...), for error messages; `end` or
+   * `closed` once it will not connect on its own (closed, or a node-redis client never connected).
+   */
   readonly state: string;
 
   /**

@@ -7,6 +7,9 @@ import { NoscriptTooLateError, type Call, type Script } from './script.js';
 /** Ms after a failed restart check (not a refusal) before the next, while connected. */
 const RECHECK_AFTER = 200;
 
+/** A client's `state` once it will not connect on its own: ioredis `end` (closed), node-redis and GLIDE `closed` / `end`. */
+const GONE_STATES = new Set(['end', 'closed']);
+
 /**
  * One node of the quorum: its connection, a log-safe label and what tells two
  * nodes apart. Knows how to run a command on its node, whether the node hangs
@@ -161,6 +164,9 @@ export class LockNode {
     if (!this.firstReady) {
       // A client passed in that is still connecting: its restart check runs once it is ready.
       if (this.connection.isReady) return checked();
+      // One the application closed, or a node-redis client it never connected: no event will come (the
+      // first call waited CONNECT_WAIT for one), and it counts as down now, as the README says.
+      if (GONE_STATES.has(this.connection.state)) return Promise.resolve(false);
       return new Promise<boolean>((resolve) => {
         const offReady = this.connection.on('ready', () => (offReady(), offEnd(), resolve(checked())));
         const offEnd = this.connection.on('end', () => (offReady(), offEnd(), resolve(false)));

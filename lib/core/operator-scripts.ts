@@ -1,5 +1,5 @@
 import { HELPERS, WAKE } from './permit-scripts.js';
-import { defineScript, tuple } from './script.js';
+import { defineScript, integer, tuple } from './script.js';
 
 // The operators' scripts: what a node holds of one resource (INSPECT) and the
 // eviction of one holder (FORCE_RELEASE). Each reads the lock key's type
@@ -93,11 +93,11 @@ return {kind, counter, waiters, holders}
         holders.push({
           holder: list[i] as string,
           identity: (list[i + 1] as string | null) ?? undefined,
-          ttl: list[i + 2] as number,
-          writer: list[i + 3] === 1,
+          ttl: integer(list[i + 2]),
+          writer: integer(list[i + 3]) === 1,
         });
       }
-      return { kind: (kind as string | null) ?? undefined, counter: counter as string | null, waiters: waiters as number, holders };
+      return { kind: (kind as string | null) ?? undefined, counter: counter as string | null, waiters: integer(waiters), holders };
     },
   },
 );
@@ -209,7 +209,7 @@ return {released, text, holder, identity, kind, writer}
         holder: (holder as string | null) ?? undefined,
         identity: (identity as string | null) ?? undefined,
         kind: (kind as string | null) ?? undefined,
-        writer: writer === 1,
+        writer: integer(writer) === 1,
       };
     },
   },

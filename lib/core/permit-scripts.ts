@@ -1,5 +1,5 @@
 import type { AcquireReply } from './acquire-contract.js';
-import { defineScript, tuple } from './script.js';
+import { defineScript, integer, tuple } from './script.js';
 
 /**
  * Lua: \`atLeast(key, ms)\` gives a queue key (the queue, its deadlines, the
@@ -231,7 +231,7 @@ return {1, token}
     },
     decode: (reply): AcquireReply => {
       const [taken, value] = tuple(reply, 2);
-      return { taken: taken === 1, value: value as number };
+      return { taken: integer(taken) === 1, value: integer(value) };
     },
   },
 );
@@ -253,7 +253,7 @@ return 1
 `,
   {
     argv: (args: { member: string; token: number; retention: number }) => [args.member, String(args.token), String(args.retention)],
-    decode: (reply) => reply === 1,
+    decode: (reply) => integer(reply) === 1,
   },
 );
 
@@ -273,7 +273,7 @@ return 1
 `,
   {
     argv: (args: { member: string; ttl: number; kind: string }) => [args.member, String(args.ttl), args.kind],
-    decode: (reply) => reply === 1,
+    decode: (reply) => integer(reply) === 1,
   },
 );
 

@@ -58,6 +58,15 @@ export function defineScript<Args, Reply>(name: string, lua: string, contract: C
   return script;
 }
 
+/**
+ * An integer reply as a number: an application's ioredis client made with
+ * `stringNumbers` reads every integer reply as a string of digits (a free
+ * resource's "1" was taken for a refusal, and its key left behind).
+ */
+export function integer(reply: unknown): number {
+  return typeof reply === 'string' ? Number(reply) : (reply as number);
+}
+
 /** A reply that must be an array of `length` items; anything else is a reply no script gives. */
 export function tuple(reply: unknown, length: number): readonly unknown[] {
   if (!Array.isArray(reply) || reply.length !== length) throw new Error(`unexpected reply ${describeValue(reply)}`);

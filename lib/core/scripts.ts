@@ -1,7 +1,7 @@
 import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
 import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
 import { AT_LEAST, PERMIT_SCRIPTS } from './permit-scripts.js';
-import { defineScript, tuple, type Script } from './script.js';
+import { defineScript, integer, tuple, type Script } from './script.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
 export { runScript, sendScript, type Done, type Script, type ScriptRunner } from './script.js';
@@ -197,7 +197,7 @@ return {1, token}
     },
     decode: (reply): AcquireReply => {
       const [taken, value] = tuple(reply, 2);
-      return { taken: taken === 1, value: value as number };
+      return { taken: integer(taken) === 1, value: integer(value) };
     },
   },
 );
@@ -233,7 +233,7 @@ return 1
       String(args.retention),
     ],
     /** True when held (counters raised). */
-    decode: (reply) => reply === 1,
+    decode: (reply) => integer(reply) === 1,
   },
 );
 
@@ -256,7 +256,7 @@ return 1
   {
     argv: (args: { value: string; ttl: number }) => [args.value, String(args.ttl)],
     /** True when extended. */
-    decode: (reply) => reply === 1,
+    decode: (reply) => integer(reply) === 1,
   },
 );
 
@@ -293,7 +293,7 @@ return {1, redis.call('GET', KEYS[1])}
       args.op === 'set' ? [String(args.token), args.op, args.value] : [String(args.token), args.op],
     decode: (reply): { accepted: true; value: string | null } | { accepted: false; highest: number } => {
       const [accepted, result] = tuple(reply, 2);
-      return accepted === 1 ? { accepted: true, value: result as string | null } : { accepted: false, highest: Number(result) };
+      return integer(accepted) === 1 ? { accepted: true, value: result as string | null } : { accepted: false, highest: Number(result) };
     },
   },
 );

@@ -26,8 +26,11 @@ export type MemoryNodeStatus = 'ready' | 'reconnecting' | 'end';
  * an unreachable one), `restart()` (keys lost, new run id).
  */
 export class MemoryRedisNode extends EventEmitter {
-  /** What tells nodes apart (host, a port unique in this process, db), as an ioredis client's options do. */
-  readonly options: { readonly host: string; readonly port: number; readonly db: number };
+  /**
+   * What tells nodes apart (host, a port unique in this process, db), as an ioredis client's options do; and
+   * that commands are never queued while the node is down (they fail at once, with the reason).
+   */
+  readonly options: { readonly host: string; readonly port: number; readonly db: number; readonly enableOfflineQueue: false };
   /** A standalone node, as ioredis marks its clients: the lock client talks to it through its ioredis adapter. */
   readonly isCluster = false;
   private readonly server: MemoryServer;
@@ -46,7 +49,7 @@ export class MemoryRedisNode extends EventEmitter {
     // Many lock clients may share one node in a test: no leak warning for their listeners.
     this.setMaxListeners(0);
     this.server = server ?? MemoryServer.create(options);
-    this.options = { host: this.server.host, port: this.server.port, db: 0 };
+    this.options = { host: this.server.host, port: this.server.port, db: 0, enableOfflineQueue: false };
     this.server.connections.add(this);
     if (this.server.down) this.state = 'reconnecting';
   }

@@ -1,6 +1,6 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
-import { sendScript, type Done, type Script } from '../script.js';
+import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
 import { withoutCredentials } from '../log-safe.js';
 import { listenShared } from './shared-listeners.js';
@@ -59,6 +59,9 @@ export function openIoredis(spec: string | RedisOptions): Redis {
   return typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
 }
 
+/** ioredis's states between connections, when its offline queue would hold a command until the next one. */
+const BETWEEN_CONNECTIONS = new Set(['close', 'reconnecting', 'end']);
+
 /** The events this adapter maps, by the lock connection's name. */
 const EVENTS = { ready: 'ready', lost: 'close', end: 'end', error: 'error' } as const;
 
@@ -69,6 +72,10 @@ export class IoredisConnection implements LockConnection {
   readonly failsOver: boolean;
   // The client's options hold the node's password: truly private.
   readonly #client: Redis;
+  /** The client, or for a client made with `keyPrefix`, its commands sent without the prefix. */
+  readonly #commands: LockCommands;
+  /** Commands would wait in ioredis's offline queue while the node is down (see `#refusedWhileDown`). */
+  readonly #queuesOffline: boolean;
 
   constructor(client: IoredisClientLike) {
     this.#client = client as unknown as Redis;
@@ -78,6 +85,8 @@ export class IoredisConnection implements LockConnection {
     // host and port options are unused defaults (localhost:6379).
     this.failsOver = !this.isCluster && Array.isArray(options.sentinels) && options.sentinels.length > 0;
     this.identity = this.isCluster ? clusterIdentity(client) : this.failsOver ? sentinelIdentity(options) : standaloneIdentity(options);
+    this.#commands = options.keyPrefix ? unprefixed(this.#client) : asIs(this.#client);
+    this.#queuesOffline = !this.isCluster && options.enableOfflineQueue !== false;
   }
 
   get isReady(): boolean {
@@ -89,16 +98,34 @@ export class IoredisConnection implements LockConnection {
   }
 
   evalsha(script: Script, keys: readonly string[], argv: readonly string[], done: Done, fallbackUntil: number): void {
+    if (this.#refusedWhileDown(done)) return;
     this.cork();
-    sendScript(this.#client, script, keys, argv, done, fallbackUntil);
+    sendScript(this.#commands.scripts, script, keys, argv, done, fallbackUntil);
   }
 
   setNx(key: string, value: string, ttl: string, done: Done): void {
+    if (this.#refusedWhileDown(done)) return;
     this.cork();
-    this.#client.set(key, value, 'PX', ttl, 'NX').then(
+    this.#commands.setNx(key, value, ttl).then(
       (reply) => done(undefined, reply),
       (error: unknown) => done(error ?? new Error('SET NX failed')),
     );
+  }
+
+  /**
+   * Fails a lock command at once while a client with an offline queue (an
+   * application's client, made with ioredis's default) is between connections:
+   * queued, it would wait past any node timeout, so a majority down took every
+   * retry's timeouts to say so, where the connections the library opens (no
+   * offline queue) fail at once. The application's own commands keep its queue.
+   * A command sent while a connection is being made waits for it, as the first
+   * call waits for the first connections.
+   */
+  #refusedWhileDown(done: Done): boolean {
+    if (!this.#queuesOffline || !BETWEEN_CONNECTIONS.has(this.#client.status)) return false;
+    const error = new Error(`not connected (${this.#client.status})`);
+    queueMicrotask(() => done(error));
+    return true;
   }
 
   /**
@@ -182,6 +209,43 @@ export class IoredisConnection implements LockConnection {
   disconnect(): void {
     this.#client.disconnect();
   }
+}
+
+/** The commands of the lock's hot path. */
+interface LockCommands {
+  readonly scripts: ScriptRunner;
+  setNx(key: string, value: string, ttl: string): Promise<unknown>;
+}
+
+/** The client's own commands. */
+function asIs(client: Redis): LockCommands {
+  return { scripts: client, setNx: (key, value, ttl) => client.set(key, value, 'PX', ttl, 'NX') };
+}
+
+/**
+ * The commands the lock sends, without the client's `keyPrefix`. ioredis would
+ * prefix the lock's keys but neither its wake-up channels nor its SCAN
+ * patterns, and the scripts build a resource's other keys from its lock key by
+ * the prefix's length: a waiter that gave up stayed queued, releases woke
+ * nobody, and `list()` found nothing. So the lock's keys are named by its
+ * `prefix` option alone, as with node-redis's `keyPrefix`, and applications
+ * whose clients differ in prefix still exclude each other. ioredis's command
+ * methods read the prefix from `this.options` and send through
+ * `this.sendCommand`: called on a stand-in whose options lack it, they make the
+ * client's own copy's commands without it, sent by the client.
+ */
+function unprefixed(client: Redis): LockCommands {
+  const bare = {
+    options: { ...client.options, keyPrefix: undefined, enableAutoPipelining: false },
+    sendCommand: (...args: Parameters<Redis['sendCommand']>) => client.sendCommand(...args),
+  } as unknown as Redis;
+  return {
+    scripts: {
+      evalsha: (...args) => client.evalsha.apply(bare, args as Parameters<Redis['evalsha']>),
+      eval: (...args) => client.eval.apply(bare, args as Parameters<Redis['eval']>),
+    },
+    setNx: (key, value, ttl) => (client.set as unknown as (...args: string[]) => Promise<unknown>).call(bare, key, value, 'PX', ttl, 'NX'),
+  };
 }
 
 /**
