@@ -4,7 +4,8 @@ import { isObservable, type Observable } from 'rxjs';
 import { checkBusy } from './busy.js';
 import { checkKey, type LockKey } from './lock-key.js';
 import { setLockedMetadata, type LockedMetadata, type LockedOptions } from './locked.metadata.js';
-import { runnerOf } from './locked.registry.js';
+import { runnerOf, type LockedRunner } from './locked.registry.js';
+import { failedCall } from './locked.runner.js';
 
 export type { LockedMetadata, LockedOptions } from './locked.metadata.js';
 
@@ -61,7 +62,11 @@ export function Locked<TArgs extends unknown[] = any[], TSelf = any>(
     }
   }
   return (target, propertyKey, descriptor) => {
-    const original = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
+    if (typeof target === 'function') {
+      throw new TypeError(`@Locked applies to instance methods, not to the static ${target.name}.${String(propertyKey)}`);
+    }
+    // No descriptor: a class field (compilers that do not type-check let it through).
+    const original = descriptor?.value as ((...args: unknown[]) => unknown) | undefined;
     if (typeof original !== 'function') throw new TypeError('@Locked applies to methods only');
     const metadata: LockedMetadata = {
       key: key as LockKey,
@@ -73,7 +78,13 @@ export function Locked<TArgs extends unknown[] = any[], TSelf = any>(
     };
     // Every call, from a router, a scheduler or your code, takes this one road.
     const locked = function (this: object, ...args: unknown[]): unknown {
-      return runnerOf(this, metadata).run(metadata, this, args, original);
+      let runner: LockedRunner;
+      try {
+        runner = runnerOf(this, metadata);
+      } catch (error) {
+        return failedCall(metadata, error);
+      }
+      return runner.run(metadata, this, args, original);
     };
     // Metadata set by decorators applied before this one (@Cron below @Locked)
     // lives on the original function: carry it over, or the scheduler loses it.

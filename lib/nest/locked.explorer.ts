@@ -1,8 +1,8 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
 import { LockService } from './lock.service.js';
 import { lockedMetadataOf } from './locked.metadata.js';
-import { registerLockedClass, registerLockedInstance } from './locked.registry.js';
+import { addPendingScan, NEARNESS, offerRunner, withdrawRunner } from './locked.registry.js';
 import { cronOptionsOf, loadCron } from './schedule-tick.js';
 import { loadWsException } from './transport-errors.js';
 
@@ -16,41 +16,78 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
  * method before this runs still call the locked version.
  */
 @Injectable()
-export class LockedExplorer implements OnModuleInit {
+export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   /** Whether some `@Locked` method is a `@Cron` method (its key may read `{tick}`). */
   private cron = false;
+  /** Scoped classes this module's runner was offered for, taken back when it closes. */
+  private readonly classes = new Set<object>();
+  private readonly settle: () => void;
 
   constructor(
     private readonly discovery: DiscoveryService,
-    private readonly scanner: MetadataScanner,
     private readonly locks: LockService,
-  ) {}
+  ) {
+    // Until this module's init, a call on an instance not yet registered has it scan (see runnerOf).
+    this.settle = addPendingScan(() => this.scan());
+  }
 
   async onModuleInit(): Promise<void> {
-    let gateways = false;
-    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      gateways ||= typeof wrapper.metatype === 'function' && Reflect.getMetadata(GATEWAY_METADATA, wrapper.metatype) === true;
-      if (wrapper.isDependencyTreeStatic()) {
-        const instance: unknown = wrapper.instance;
-        if (instance && typeof instance === 'object' && this.hasLocked(Object.getPrototypeOf(instance) as object)) {
-          registerLockedInstance(instance, this.locks);
-        }
-      } else {
-        // Request-scoped or transient: instances come later, one per request; their class is registered.
-        const prototype = (wrapper.metatype as { prototype?: unknown } | null)?.prototype;
-        if (prototype && typeof prototype === 'object' && this.hasLocked(prototype)) registerLockedClass(prototype, this.locks);
-      }
-    }
+    const gateways = this.scan();
+    this.settle();
     // What a call may need later, loaded now so that no call waits for it: WsException
     // for gateways' busy answers, the cron package for `{tick}` keys.
     if (gateways) await loadWsException();
     if (this.cron) await loadCron();
   }
 
+  onModuleDestroy(): void {
+    this.settle();
+    for (const prototype of this.classes) withdrawRunner(prototype, this.locks);
+  }
+
+  /** Offers this module's runner for every instance (or scoped class) with `@Locked` methods; true when there are gateways. */
+  private scan(): boolean {
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    const host = wrappers.find((wrapper) => wrapper.instance === this)?.host;
+    let gateways = false;
+    for (const wrapper of wrappers) {
+      gateways ||= typeof wrapper.metatype === 'function' && Reflect.getMetadata(GATEWAY_METADATA, wrapper.metatype) === true;
+      const nearness = !host
+        ? NEARNESS.elsewhere
+        : wrapper.host === host || wrapper.host?.imports.has(host)
+          ? NEARNESS.imports
+          : host.isGlobal
+            ? NEARNESS.global
+            : NEARNESS.elsewhere;
+      // Transient providers are static to Nest, but each consumer gets its own instance, made later.
+      if (wrapper.isDependencyTreeStatic() && !wrapper.isTransient) {
+        const instance: unknown = wrapper.instance;
+        if (instance && typeof instance === 'object' && this.hasLocked(Object.getPrototypeOf(instance) as object)) {
+          offerRunner(instance, this.locks, nearness, true);
+        }
+      } else {
+        // Request-scoped or transient: instances come later, one per request or consumer; their class is registered.
+        const prototype = (wrapper.metatype as { prototype?: unknown } | null)?.prototype;
+        if (prototype && typeof prototype === 'object' && this.hasLocked(prototype)) {
+          offerRunner(prototype, this.locks, nearness, false);
+          this.classes.add(prototype);
+        }
+      }
+    }
+    return gateways;
+  }
+
+  /** Whether the class has `@Locked` methods, its base classes' included (an override may call `super`). */
   private hasLocked(prototype: object): boolean {
-    const methods = prototype as Record<string, unknown>;
-    const locked = this.scanner.getAllMethodNames(prototype).filter((name) => lockedMetadataOf(methods[name]) !== undefined);
-    this.cron ||= locked.some((name) => cronOptionsOf(methods[name]) !== undefined);
-    return locked.length > 0;
+    let locked = false;
+    for (let p: object | null = prototype; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+      for (const name of Object.getOwnPropertyNames(p)) {
+        const method: unknown = Object.getOwnPropertyDescriptor(p, name)?.value;
+        if (typeof method !== 'function' || lockedMetadataOf(method) === undefined) continue;
+        locked = true;
+        this.cron ||= cronOptionsOf(method) !== undefined;
+      }
+    }
+    return locked;
   }
 }

@@ -6,33 +6,81 @@ export interface LockedRunner {
 }
 
 /**
- * Which module's `LockService` serves each instance with `@Locked` methods.
- * Filled by the explorer at module init; per instance, so that several Nest
- * applications in one process each use their own nodes.
+ * How near a module's `LockService` is to an instance with `@Locked` methods:
+ * the nearest serves it. `imports`: the instance's module imports that
+ * RedlockModule (or is it); `global`: that RedlockModule is global;
+ * `elsewhere`: neither (reached through a module that re-exports it, say).
  */
-const runners = new WeakMap<object, LockedRunner>();
+export const NEARNESS = { imports: 2, global: 1, elsewhere: 0 } as const;
 
-export function registerLockedInstance(instance: object, runner: LockedRunner): void {
-  runners.set(instance, runner);
+interface Offer {
+  readonly runner: LockedRunner;
+  readonly nearness: number;
+  /** Two modules' runners, alike near, for one instance: neither is picked. */
+  readonly ambiguous?: true;
 }
 
 /**
- * Request-scoped (and transient) providers get a new instance per request,
- * made after the module started: their class (its prototype) is registered
- * instead. Several applications in one process that share such a class use
+ * Which module's `LockService` serves each instance with `@Locked` methods, or
+ * the class (its prototype) of request-scoped and transient ones, whose
+ * instances come later. Per instance, so that several Nest applications in
+ * one process each use their own nodes; several that share a scoped class use
  * the last one registered.
  */
-export function registerLockedClass(prototype: object, runner: LockedRunner): void {
-  runners.set(prototype, runner);
+const offers = new WeakMap<object, Offer>();
+
+/**
+ * Offers a module's runner for an instance, or for a scoped class's prototype
+ * (`perInstance` false). A nearer module's runner already there is kept: with
+ * two RedlockModules in an application, a provider uses the one its module
+ * imports. Two alike near for one instance make its calls fail, saying so,
+ * rather than pick one silently.
+ */
+export function offerRunner(target: object, runner: LockedRunner, nearness: number, perInstance: boolean): void {
+  const known = offers.get(target);
+  if (known && known.nearness > nearness) return;
+  const rival = known && known.nearness === nearness && (known.ambiguous || known.runner !== runner);
+  offers.set(target, rival && perInstance ? { runner, nearness, ambiguous: true } : { runner, nearness });
+}
+
+/** A closing module's runner, taken back from a scoped class it was offered for (if still its own). */
+export function withdrawRunner(target: object, runner: LockedRunner): void {
+  if (offers.get(target)?.runner === runner) offers.delete(target);
+}
+
+/**
+ * Scans of modules that started but have not finished their init: a call that
+ * comes first (from the `onModuleInit` of a provider in a deeper module, which
+ * Nest runs before the RedlockModule's) has them scan at once.
+ */
+const pendingScans = new Set<() => void>();
+
+export function addPendingScan(scan: () => void): () => void {
+  pendingScans.add(scan);
+  return () => void pendingScans.delete(scan);
+}
+
+function offerFor(instance: object): Offer | undefined {
+  return offers.get(instance) ?? offers.get(Object.getPrototypeOf(instance) as object);
 }
 
 export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunner {
-  const runner = instance && (runners.get(instance) ?? runners.get(Object.getPrototypeOf(instance) as object));
-  if (!runner) {
+  let offer = instance ? offerFor(instance) : undefined;
+  if (!offer && instance && pendingScans.size > 0) {
+    for (const scan of [...pendingScans]) scan();
+    offer = offerFor(instance);
+  }
+  if (!offer) {
     throw new Error(
       `@Locked ${metadata.method} was called on an instance that no RedlockModule manages ` +
         '(import RedlockModule in the module that provides this class, and let Nest create it)',
     );
   }
-  return runner;
+  if (offer.ambiguous) {
+    throw new Error(
+      `@Locked ${metadata.method}: several RedlockModules could serve this instance, none nearer than the others ` +
+        '(import the one it should use in the module that provides this class)',
+    );
+  }
+  return offer.runner;
 }

@@ -59,8 +59,15 @@ export function runLocked(
     return runLocking(locked, (error) => busyError(locked, error) ?? transportError(request.type, options, busy, error));
   }
   const job = queueJobOf(metadata, self, args);
-  const { context, tick } = methodContext(metadata, self, args, original, job?.job);
-  const resources = validateResources(resolveKey(metadata.key, context));
+  let resources: readonly string[];
+  let tick: () => { next: number } | undefined;
+  try {
+    const made = methodContext(metadata, self, args, original, job?.job);
+    tick = made.tick;
+    resources = validateResources(resolveKey(metadata.key, made.context));
+  } catch (error) {
+    return failedCall(metadata, error);
+  }
   const busy = job
     ? resolveBusy('job', options.jobBusy, metadata.options.busy)
     : resolveBusy('method', options.methodBusy, metadata.options.busy);
@@ -77,6 +84,15 @@ export function runLocked(
     whenSkipped: job ? () => postpone(job.job, job.token, busy) : undefined,
   };
   return runLocking(locked, metadata.returnsObservable ? (error) => busyError(locked, error) ?? error : undefined);
+}
+
+/**
+ * A call that failed before it began, as the method's callers take its
+ * failures: a rejected promise (or a failing Observable), never a throw
+ * `.catch()` would not see.
+ */
+export function failedCall(metadata: LockedMetadata, error: unknown): unknown {
+  return metadata.returnsObservable ? throwError(() => error) : Promise.reject(error);
 }
 
 /**
