@@ -30,8 +30,13 @@ export class LostStream {
     signal.addEventListener('abort', fire, { once: true });
     return { unsubscribe: () => signal.removeEventListener('abort', fire) };
   }
-
-  [OBSERVABLE_KEY](): this {
-    return this;
-  }
 }
+
+// RxJS interop, defined outside the class so that the declarations do not name it: a computed
+// member whose key is not a `unique symbol` fails TypeScript 5.7 and older with `skipLibCheck`
+// off (TS1166), and RxJS's `ObservableInput` types would not take it anyway.
+Object.defineProperty(LostStream.prototype, OBSERVABLE_KEY, {
+  value(this: LostStream): LostStream {
+    return this;
+  },
+});
