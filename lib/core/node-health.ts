@@ -1,3 +1,4 @@
+import type { LockConnection } from './connection.js';
 import type { LockNode } from './node.js';
 import { broadcast } from './round.js';
 
@@ -17,10 +18,17 @@ export interface NodeHealth {
 
 const roundMs = (ms: number) => Math.round(ms * 10) / 10;
 
-// ioredis says "Stream isn't writeable" for a node it is reconnecting to: say so first.
+/**
+ * A command's failure on a connection that is not ready, said as such first:
+ * ioredis says "Stream isn't writeable" for a node it is reconnecting to.
+ */
+export function explained(connection: LockConnection, error: Error): Error {
+  return connection.isReady ? error : new Error(`not connected (${connection.state}): ${error.message}`);
+}
+
 const ping = ({ connection }: LockNode): Promise<string> =>
   connection.ping().catch((error: Error) => {
-    throw connection.isReady ? error : new Error(`not connected (${connection.state}): ${error.message}`);
+    throw explained(connection, error);
   });
 
 /**

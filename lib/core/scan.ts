@@ -1,4 +1,5 @@
 import type { ScanStep } from './connection.js';
+import { explained } from './node-health.js';
 import type { LockNode } from './node.js';
 
 /** Keys asked for per SCAN call: a hint to the server, which visits about this many per call. */
@@ -26,8 +27,12 @@ export interface ScanResult {
 export async function scanNode(node: LockNode, bounds: ScanBounds): Promise<ScanResult> {
   const keys = new Set<string>();
   const budget = { calls: bounds.calls };
-  for (const step of node.connection.scanners()) {
-    if (!(await scanServer(step, bounds, keys, budget))) return { keys: [...keys], complete: false };
+  try {
+    for (const step of node.connection.scanners()) {
+      if (!(await scanServer(step, bounds, keys, budget))) return { keys: [...keys], complete: false };
+    }
+  } catch (error) {
+    throw error instanceof Error ? explained(node.connection, error) : error;
   }
   return { keys: [...keys], complete: true };
 }

@@ -183,6 +183,10 @@ describe('inspection', () => {
     expect(code).toBe(1);
     expect(lines.join('\n')).toMatch(/error/);
     expect(lines.join('\n')).not.toContain('s3cret-pw');
+    // Listing says why as inspecting does: a node that refuses connections is not connected.
+    const listed: string[] = [];
+    expect(await main(['list', '--nodes', fleet.urls.join(',')], (l) => listed.push(l))).toBe(1);
+    expect(listed.join('\n')).toMatch(/first error: not connected/);
     expect(await main(['bogus'], () => undefined)).toBe(2);
     // A bad node list is a usage error (2), named without its password; a list copied with spaces is read.
     const usage: string[] = [];
