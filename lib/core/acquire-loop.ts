@@ -44,8 +44,8 @@ export interface AcquireHost {
   readonly closing: Closing;
   readonly locks: HeldLocks;
   readonly wakePrefix: string;
-  /** The first connections, while they are being made. */
-  readonly connecting: () => Promise<void> | undefined;
+  /** The first connections, while fewer than `quorum` nodes are up (and checked) and some are still being made. */
+  readonly connecting: (quorum: number) => Promise<void> | undefined;
   readonly emit: (event: LockEvent) => void;
   /** Someone listens to lock events: the hot path builds none for nobody. */
   readonly listening: () => boolean;
@@ -91,7 +91,7 @@ export class AcquireLoop {
     // the first attempt, so a release during it is not missed.
     let turn = plan.waiter && notifier.isSubscribed ? new Turn(notifier, plan.waiter, false) : undefined;
     const fail = (error: LockError) => this.gaveUp(plan, error, attempts.length, turn, queuedOn);
-    const connecting = this.#host.connecting();
+    const connecting = this.#host.connecting(set.quorum);
     if (connecting) await closing.settles(connecting, Math.min(CONNECT_WAIT, plan.deadline - performance.now()), plan.signal);
     for (let attempt = 1; ; attempt++) {
       const stopped = this.stoppedFor(plan);

@@ -74,6 +74,10 @@ export class Redlock {
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[];
   private connecting: Promise<void> | undefined;
+  /** For calls that need more votes than a majority (a semaphore's permits): by quorum, their wait; null once over. */
+  private readonly connectingMore = new Map<number, Promise<void> | null>();
+  /** Every node's first connection has been made (and checked) or has failed. */
+  private firstSettled = false;
   /** Names this client in its waiters' ids and its wake channel (random: two processes never share one). */
   private readonly clientId = randomBytes(6).toString('hex');
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
@@ -119,7 +123,7 @@ export class Redlock {
       closing: this.closing,
       locks: this.locks,
       wakePrefix: this.wakePrefix,
-      connecting: () => this.connecting,
+      connecting: (quorum) => this.connectingFor(quorum),
       emit: (event) => this.emit(event),
       listening: () => this.listeners.size > 0,
     });
@@ -130,10 +134,15 @@ export class Redlock {
       emit: (event) => this.emit(event),
     });
     this.connecting = new Promise<void>((resolve) =>
-      connectQuorum(this.#nodes, this.quorum, () => {
-        this.connecting = undefined;
-        resolve();
-      }),
+      connectQuorum(
+        this.#nodes,
+        this.quorum,
+        () => {
+          this.connecting = undefined;
+          resolve();
+        },
+        () => (this.firstSettled = true),
+      ),
     );
     // A client whose calls wait by default will wait sooner or later: its wake
     // channel is subscribed up front (calls that wait only by their own options
@@ -170,6 +179,29 @@ export class Redlock {
    */
   ready(): Promise<void> {
     return this.connecting ?? Promise.resolve();
+  }
+
+  /**
+   * The first connections while a call that needs `quorum` votes waits for
+   * them. A majority's are `connecting`; a semaphore's permit may need more
+   * nodes up and checked by the restart guard: its first call after a start
+   * was refused by a node whose check had not ended (an application's client
+   * sends the commands it queued while connecting before its 'ready', which
+   * starts the check), where a moment later it would have been granted.
+   */
+  private connectingFor(quorum: number): Promise<void> | undefined {
+    if (quorum <= this.quorum || this.firstSettled) return this.connecting;
+    let waiting = this.connectingMore.get(quorum);
+    if (waiting === undefined) {
+      waiting = new Promise<void>((resolve) =>
+        connectQuorum(this.#nodes, quorum, () => {
+          this.connectingMore.set(quorum, null);
+          resolve();
+        }),
+      );
+      this.connectingMore.set(quorum, waiting);
+    }
+    return waiting ?? undefined;
   }
 
   /**
