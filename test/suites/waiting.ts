@@ -53,6 +53,7 @@ export function describeWaiting(kind: NodeKind): void {
       // The holder subscribes up front as well, on a connection of its own: counted below.
       await until(() => subscribed(holder), 'the holder subscribed');
       const held = await holder.acquire('wake', 10_000);
+      await until(() => onEveryNode(raw, 'redlock:lock:wake'), 'the holder on every node');
       const waiting = waiter.acquire('wake', 10_000);
       await until(async () => (await raw[0]!.zcard('redlock:queue:wake')) === 1, 'the waiter in the queue');
       // The queue entry names the waiter's client, whose own channel the release publishes on.
@@ -134,6 +135,7 @@ export function describeWaiting(kind: NodeKind): void {
       const holder = client();
       const patient = client({ retryDelay: 5000, retryJitter: 0 });
       const held = await holder.acquire('patient', 10_000);
+      await until(() => onEveryNode(raw, 'redlock:lock:patient'), 'the holder on every node');
       const waiting = patient.acquire('patient', 10_000);
       await until(async () => (await raw[0]!.zcard('redlock:queue:patient')) === 1, 'the patient waiter queued');
       const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
@@ -206,6 +208,9 @@ export function describeWaiting(kind: NodeKind): void {
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter(client);
       const held = await holder.acquire('crashed', 10_000);
+      // Decided at a quorum: on a node its SET reached late, the waiter's attempt would find the
+      // key free, drop the stale entry and take the key there (then undo it), not queue behind it.
+      await until(() => onEveryNode(raw, 'redlock:lock:crashed'), 'the holder on every node');
       // First in line on every node: a waiter that crashed, its entry stale (an attempt refused by a
       // held key leaves the queue as it is).
       await Promise.all(
