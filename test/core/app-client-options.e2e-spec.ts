@@ -6,7 +6,14 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis as RedisClass, RedisOptions } from 'ioredis';
-import { QuorumUnreachableError, Redlock, ResourceBusyError, type AcquireOptions, type NodeSpec } from '../../lib/index.js';
+import {
+  InvalidArgumentError,
+  QuorumUnreachableError,
+  Redlock,
+  ResourceBusyError,
+  type AcquireOptions,
+  type NodeSpec,
+} from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { otherIoredis } from '../support/other-ioredis.js';
 import { until } from '../support/until.js';
@@ -139,5 +146,23 @@ describe('a client the application already closed', () => {
     await expect(locks.acquire('closed', 10_000, once)).rejects.toBeInstanceOf(QuorumUnreachableError);
     // Waiting for the connection took CONNECT_WAIT (2 s) before.
     expect(performance.now() - started).toBeLessThan(1500);
+  });
+});
+
+describe('a RESP2 client in subscriber mode (the application passed its pub/sub client by mistake)', () => {
+  it('is refused with a typed error where the nodes are given, not reported unreachable at every call', async () => {
+    // RESP2 (ioredis 5, or `protocol: 2`): a subscribed connection refuses other commands. Over RESP3 it runs them.
+    const clients = appClients({ protocol: 2 });
+    await clients[1]!.subscribe('app:events');
+    expect(() => redlock(clients)).toThrow(InvalidArgumentError);
+    expect(() => redlock(clients)).toThrow(/nodes\[1\].*subscriber mode/);
+  });
+
+  it('serves as a node over RESP3 (ioredis 6 by default), where a subscribed connection runs other commands', async () => {
+    const clients = appClients();
+    await clients[1]!.subscribe('app:events');
+    const lock = await redlock(clients).acquire('subscribed', 10_000, once);
+    await lock.extend(20_000);
+    await lock.release();
   });
 });

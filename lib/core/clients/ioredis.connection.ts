@@ -80,6 +80,14 @@ export class IoredisConnection implements LockConnection {
   constructor(client: IoredisClientLike) {
     this.#client = client as unknown as Redis;
     this.isCluster = client.isCluster;
+    // A connection that subscribed (or runs MONITOR) refuses every other command: it would
+    // pass for a node that is down at every call. `mode` is ioredis's own word for it.
+    const { mode } = this.#client as { mode?: unknown };
+    if (!this.isCluster && mode !== undefined && mode !== 'normal') {
+      throw new TypeError(
+        `the client is in ${String(mode)} mode, where it cannot run the lock's commands (pass another client, e.g. client.duplicate())`,
+      );
+    }
     const { options } = this.#client;
     // A Sentinel-managed client follows its group's master wherever it is: its
     // host and port options are unused defaults (localhost:6379).
