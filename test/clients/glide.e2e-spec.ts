@@ -54,7 +54,9 @@ describe('Valkey GLIDE clients as nodes', () => {
       const redlock = client({ nodes: [own, glide[1]!, glide[2]!] });
       expect(redlock.nodeLabels).toEqual([`127.0.0.1:${fleet.ports[0]}/2`, ...fleet.ports.slice(1).map((p) => `127.0.0.1:${p}/0`)]);
       const lock = await redlock.acquire('copy', 5000);
-      expect(await raw[0]!.select(2).then(() => raw[0]!.exists('redlock:lock:copy'))).toBe(1);
+      // Decided at a quorum: node 0 may answer after acquire() returned.
+      await raw[0]!.select(2);
+      await until(async () => (await raw[0]!.exists('redlock:lock:copy')) === 1, 'the key in database 2 of node 0');
       await lock.release();
       // One server and database given as a GLIDE client and as a URL is one node, refused twice.
       expect(() => new Redlock({ nodes: [glide[0]!, fleet.urls[0]!, glide[1]!] })).toThrow(InvalidArgumentError);

@@ -149,6 +149,8 @@ export function describeNodeFailures(kind: NodeKind): void {
     it('a busy resource is reported as busy, not as unreachable nodes, even with nodes down', async () => {
       const redlock = client({ retryCount: 0 });
       const held = await redlock.acquire('held', 5000);
+      // Decided at a quorum: nodes 0-2, left up below, must hold it (an attempt could otherwise take a late one first).
+      await until(() => onEveryNode(raw, 'redlock:lock:held'), 'the holder on every node');
       const busy = await redlock.acquire('held', 5000).catch((e: unknown) => e);
       expect(busy).toBeInstanceOf(ResourceBusyError);
       const outcomes = (busy as ResourceBusyError).attempts[0]!.nodes.map((n) => n.outcome);

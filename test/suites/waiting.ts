@@ -137,7 +137,10 @@ export function describeWaiting(kind: NodeKind): void {
       const held = await holder.acquire('patient', 10_000);
       await until(() => onEveryNode(raw, 'redlock:lock:patient'), 'the holder on every node');
       const waiting = patient.acquire('patient', 10_000);
-      await until(async () => (await raw[0]!.zcard('redlock:queue:patient')) === 1, 'the patient waiter queued');
+      await until(
+        async () => (await Promise.all(raw.map((r) => r.zcard('redlock:queue:patient')))).every((n) => n === 1),
+        'the patient waiter queued on every node',
+      );
       const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
       await expect(hasty.acquire('patient', 10_000)).rejects.toBeInstanceOf(ResourceBusyError);
       // The patient entry lives about 2 x (5000 + node timeout) + 100 ms: so do the keys that hold it.
@@ -153,6 +156,8 @@ export function describeWaiting(kind: NodeKind): void {
       // timeout) + 100 ms): queues empty within 2 s were left, not expired.
       const holder = client();
       const held = await holder.acquire('leave', 10_000);
+      // Decided at a quorum: on a node its SET reached late, the waiter would take the key (not queue) there.
+      await until(() => onEveryNode(raw, 'redlock:lock:leave'), 'the holder on every node');
       // Aborted while it waits in the queue.
       const controller = new AbortController();
       const aborted = client({ retryDelay: 5000 })
@@ -182,6 +187,8 @@ export function describeWaiting(kind: NodeKind): void {
       // It never hears of the hand-over: its subscriptions are closed.
       (waiter as unknown as { notifier: { close(): void } }).notifier.close();
       const held = await holder.acquire('unheard', 10_000);
+      // Decided at a quorum: on a node its SET reached late, the waiter's attempt would take the key first.
+      await until(() => onEveryNode(raw, 'redlock:lock:unheard'), 'the holder on every node');
       const controller = new AbortController();
       const waiting = waiter.acquire('unheard', 10_000, { signal: controller.signal }).catch((e: unknown) => e);
       // Its second attempt (the look again when its subscriptions are "confirmed") queued it on every node.
@@ -192,7 +199,6 @@ export function describeWaiting(kind: NodeKind): void {
       // process during a rolling deploy, compare them with the clock.
       const deadlines = (await Promise.all(raw.map((r) => r.hvals('redlock:queue-deadlines:unheard')))).flat();
       expect(deadlines.every((d) => /^\d+$/.test(d))).toBe(true);
-      await until(() => onEveryNode(raw, 'redlock:lock:unheard'), 'the holder on every node');
       const holderValue = await raw[0]!.get('redlock:lock:unheard');
       await held.release();
       // Handed over: the key holds another value (the waiter's) on every node.

@@ -71,6 +71,17 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       return { acquire, release, orders, all, everywhere };
     };
 
+    /** Until every node has `holders` holders of `resource` and `waiters` entries in its queue (a permit is decided at a quorum: a node may answer later). */
+    const settledOnEveryNode = (resource: string, holders: number, waiters: number) =>
+      until(async () => {
+        const counts = await Promise.all(
+          backend.direct.map(async (n) =>
+            Promise.all([n.zrange(`redlock:lock:${resource}`, 0, -1), n.zrange(`redlock:queue:${resource}`, 0, -1)]),
+          ),
+        );
+        return counts.every(([h, q]) => h.length === holders && q.length === waiters);
+      }, `${holders} holding and ${waiters} queued for ${resource} on every node`);
+
     /** Whether a permit is refused now (one taken is given back before it answers). */
     const refusedNow = (redlock: Redlock, resource: string, options: AcquireOptions) =>
       redlock.acquire(resource, 5000, { ...options, retryCount: 0 }).then(
@@ -149,11 +160,12 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const first = client({ retryDelay: 5000, retryJitter: 0 });
       const second = client({ retryDelay: 5000, retryJitter: 0 });
       const held = await holder.acquire('ordered', 10_000, { limit: 1 });
+      await settledOnEveryNode('ordered', 1, 0);
       const order: string[] = [];
       const firstWaits = first.acquire('ordered', 10_000, { limit: 1 }).then((l) => (order.push('first'), l));
-      await sleep(100);
+      await settledOnEveryNode('ordered', 1, 1);
       const secondWaits = second.acquire('ordered', 10_000, { limit: 1 }).then((l) => (order.push('second'), l));
-      await sleep(100);
+      await settledOnEveryNode('ordered', 1, 2);
       await held.release();
       // The releaser comes straight back: both waiters are ahead of it.
       expect(await refusedNow(holder, 'ordered', { limit: 1 })).toBe(true);
@@ -236,14 +248,15 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const holder = client();
       const quitter = client({ retryDelay: 5000, retryJitter: 0 });
       const held = await holder.acquire('quit', 10_000, { limit: 1 });
+      await settledOnEveryNode('quit', 1, 0);
       const controller = new AbortController();
       const quitting = quitter.acquire('quit', 10_000, { limit: 1, signal: controller.signal }).catch((e: unknown) => e);
-      await sleep(100);
+      await settledOnEveryNode('quit', 1, 1);
       controller.abort();
       expect(await quitting).toMatchObject({ code: 'ABORTED' });
       await held.release();
       // Queued still, the quitter would keep the permit reserved for its entry's life (seconds here).
-      await sleep(50);
+      await settledOnEveryNode('quit', 0, 0);
       expect(await refusedNow(client(), 'quit', { limit: 1 })).toBe(false);
     });
 
@@ -325,13 +338,14 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const writerClient = client({ retryDelay: 5000, retryJitter: 0 });
       const lateReader = client({ retryDelay: 5000, retryJitter: 0 });
       const held = await reader.acquire('catalog', 10_000, { mode: 'read' });
+      await settledOnEveryNode('catalog', 1, 0);
       const order: string[] = [];
       const writing = writerClient.acquire('catalog', 10_000, { mode: 'write' }).then((l) => (order.push('writer'), l));
-      await sleep(100);
+      await settledOnEveryNode('catalog', 1, 1);
       // A reader now would share with the reader that holds, but the writer queued first.
       expect(await refusedNow(client(), 'catalog', { mode: 'read' })).toBe(true);
       const reading = lateReader.acquire('catalog', 10_000, { mode: 'read' }).then((l) => (order.push('reader'), l));
-      await sleep(100);
+      await settledOnEveryNode('catalog', 1, 2);
       await held.release();
       const writer = await writing;
       expect(order).toEqual(['writer']);
