@@ -199,6 +199,8 @@ function lockedStream(locked: LockedCall, mapError: (error: unknown) => unknown)
       taker.settle(lock, metadata, locked.keepUntil);
     };
     let unsubscribeInner: (() => void) | undefined;
+    /** The body's promise: it runs on when its subscriber leaves, and keeps the lock until it settles. */
+    let running: Promise<unknown> | undefined;
     taker.take(resources, metadata, busy).then(
       (taken) => {
         lock = taken;
@@ -215,7 +217,8 @@ function lockedStream(locked: LockedCall, mapError: (error: unknown) => unknown)
               subscriber.error(error);
               return undefined;
             }
-            return (isObservable(result) ? result : result instanceof Promise ? from(result) : of(result)).subscribe({
+            if (result instanceof Promise) running = result;
+            return (isObservable(result) ? result : running ? from(running) : of(result)).subscribe({
               next: (value) => subscriber.next(value),
               error: (error: unknown) => {
                 settle();
@@ -234,9 +237,13 @@ function lockedStream(locked: LockedCall, mapError: (error: unknown) => unknown)
       },
       (error: unknown) => subscriber.error(mapError(error)),
     );
+    // Unsubscribed (a client that went away, a timeout interceptor): an Observable
+    // body stops, so its lock goes; a promise cannot be stopped, and releasing under it
+    // would let another call on the resource run beside it.
     return () => {
       unsubscribeInner?.();
-      settle();
+      if (running) void running.then(settle, settle);
+      else settle();
     };
   });
 }

@@ -1,12 +1,25 @@
 import 'reflect-metadata';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, HttpException, type INestApplication, Param, Post, Injectable } from '@nestjs/common';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  type CallHandler,
+  Controller,
+  Get,
+  HttpException,
+  type INestApplication,
+  Injectable,
+  type NestInterceptor,
+  Param,
+  Post,
+  RequestTimeoutException,
+  UseInterceptors,
+} from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { firstValueFrom } from 'rxjs';
+import type { Socket } from 'node:net';
+import { catchError, filter, firstValueFrom, throwError, timeout, TimeoutError } from 'rxjs';
 import { LockService, Locked, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
@@ -14,6 +27,27 @@ import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 const counters = new Map<string, number>();
 let lostSeen: (() => void) | undefined;
+
+/** A handler's body, held at a gate the test opens. */
+let gate = { entered: Promise.resolve(), enter: () => undefined as void, opened: Promise.resolve(), open: () => undefined as void };
+function newGate(): typeof gate {
+  let enter = () => undefined as void;
+  let open = () => undefined as void;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return (gate = { entered, enter, opened, open });
+}
+
+/** A team's request timeout: it gives up on the handler's Observable (unsubscribes) and answers 408. */
+@Injectable()
+class TimeoutInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(1500),
+      catchError((e: unknown) => throwError(() => (e instanceof TimeoutError ? new RequestTimeoutException() : e))),
+    );
+  }
+}
 
 @Injectable()
 class Slow {
@@ -61,6 +95,23 @@ class CounterController {
   async throws() {
     await sleep(10);
     throw new Error('boom');
+  }
+
+  @Get('gated/:id')
+  @Locked('gated:{params.id}', 2000)
+  async gated() {
+    gate.enter();
+    await gate.opened;
+    return { ok: true };
+  }
+
+  @Get('timed/:id')
+  @UseInterceptors(TimeoutInterceptor)
+  @Locked('timed:{params.id}', 2000)
+  async timed() {
+    gate.enter();
+    await gate.opened;
+    return { ok: true };
   }
 
   @Get('watched')
@@ -113,6 +164,8 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     locks.events$.subscribe((e) => events.push(e));
   });
 
+  // A failed test must not leave a handler at its gate: app.close() waits for it.
+  afterEach(() => gate.open());
   afterAll(async () => {
     await app?.close();
   });
@@ -169,6 +222,54 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     const lock = await locks.tryAcquire('throws', 1000);
     expect(lock).not.toBeNull();
     await lock!.release();
+  });
+
+  /** Until `resource` is released, and then free. */
+  async function releasedAfterwards(resource: string, released: Promise<unknown>) {
+    await released;
+    const lock = await locks.tryAcquire(resource, 1000);
+    expect(lock).not.toBeNull();
+    await lock!.release();
+  }
+  const releaseOf = (resource: string) =>
+    firstValueFrom(
+      locks.events$.pipe(
+        ofLockEvent('released'),
+        filter((e) => e.resources[0] === resource),
+      ),
+    );
+
+  it('keeps the lock until an async handler ends, though a timeout interceptor gave up on it', async () => {
+    newGate();
+    const first = request(app.getHttpServer())
+      .get('/c/timed/1')
+      .then((r) => r);
+    await gate.entered;
+    // The interceptor unsubscribed and answered; the handler runs on, so the resource stays locked.
+    expect((await first).status).toBe(408);
+    expect((await request(app.getHttpServer()).get('/c/timed/1')).status).toBe(409);
+    expect(await locks.tryAcquire('timed:1', 1000)).toBeNull();
+    const released = releaseOf('timed:1');
+    gate.open();
+    await releasedAfterwards('timed:1', released);
+  });
+
+  it('keeps the lock until an async handler ends, though its client went away', async () => {
+    newGate();
+    const server = app.getHttpServer() as import('node:http').Server;
+    // The server's side of the connection closed (the platform unsubscribes on it), then a turn of the loop.
+    const closed = new Promise<void>((resolve) =>
+      server.once('connection', (socket: Socket) => socket.once('close', () => setImmediate(resolve))),
+    );
+    const first = request(server).get('/c/gated/1');
+    first.end(() => undefined);
+    await gate.entered;
+    first.abort();
+    await closed;
+    expect((await request(server).get('/c/gated/1')).status).toBe(409);
+    const released = releaseOf('gated:1');
+    gate.open();
+    await releasedAfterwards('gated:1', released);
   });
 
   it('aborts the handler signal and emits lost when a majority loses the keys', async () => {
