@@ -141,6 +141,11 @@ export class LockService {
     return lockScope.getStore()?.locks.at(-1);
   }
 
+  /** @internal A warning from the `@Locked` road, to the module's logger. */
+  warn(message: string): void {
+    this.logger?.warn(message);
+  }
+
   /** @internal Runs a call of a `@Locked` method (see `runLocked`). */
   run(metadata: LockedMetadata, self: object, args: unknown[], original: (...args: unknown[]) => unknown): unknown {
     return runLocked(this, this.#options, metadata, self, args, original);

@@ -14,8 +14,13 @@ import { transportError } from './transport-errors.js';
 /** Where Nest records a handler's parameter decorators (`ROUTE_ARGS_METADATA`, not exported by `@nestjs/common`'s index). */
 const ROUTE_ARGS_METADATA = '__routeArguments__';
 
+/** Where `@MessagePattern` / `@EventPattern` record a message handler's patterns (`@nestjs/microservices`'s `PATTERN_METADATA`). */
+const PATTERN_METADATA = 'microservices:pattern';
+
 /** What the road needs from `LockService`. */
 export interface LockTaker {
+  /** Writes a warning to the module's logger. */
+  warn(message: string): void;
   take(resources: readonly string[], metadata: LockedMetadata, busy: ResolvedBusy): Promise<Lock | null>;
   /** Ends the call's lock; `keepUntil` (epoch ms) leaves its keys until then (a `{tick}` key, until the next tick). */
   settle(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void;
@@ -58,6 +63,7 @@ export function runLocked(
     const locked: LockedCall = { taker, metadata, resources, busy, outer, call, args, type: request.type };
     return runLocking(locked, (error) => busyError(locked, error) ?? transportError(request.type, options, busy, error));
   }
+  warnIfUnintercepted(taker, metadata, self);
   const job = queueJobOf(metadata, self, args);
   let resources: readonly string[];
   let tick: () => { next: number } | undefined;
@@ -84,6 +90,26 @@ export function runLocked(
     whenSkipped: job ? () => postpone(job.job, job.token, busy) : undefined,
   };
   return runLocking(locked, metadata.returnsObservable ? (error) => busyError(locked, error) ?? error : undefined);
+}
+
+/** The `@Locked` message handlers already warned of running without the module's interceptor. */
+const warnedUnintercepted = new WeakSet<LockedMetadata>();
+
+/**
+ * A message handler called with no request in scope ran without the module's
+ * interceptor: in a hybrid application, a microservice connected without
+ * `inheritAppConfig` gets none of the application's global interceptors. Its
+ * call is then a provider method's, which no error would tell: said once.
+ * (A call from the application's own code, a unit test's, meets this too.)
+ */
+function warnIfUnintercepted(taker: LockTaker, metadata: LockedMetadata, self: object): void {
+  if (warnedUnintercepted.has(metadata)) return;
+  const method = (self as Record<string | symbol, unknown>)[metadata.propertyKey];
+  if (typeof method !== 'function' || Reflect.getMetadata(PATTERN_METADATA, method) === undefined) return;
+  warnedUnintercepted.add(metadata);
+  taker.warn(
+    `@Locked ${metadata.method} handles messages but ran without RedlockModule's interceptor: its key cannot read the message ({data...}), and when busy it is skipped as a provider method is (an RPC caller gets an empty reply). In a hybrid application, connect the microservice with app.connectMicroservice(options, { inheritAppConfig: true }). A direct call from your own code may ignore this.`,
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, type INestMicroservice } from '@nestjs/common';
+import { Controller, type INestApplication, type INestMicroservice, type LoggerService } from '@nestjs/common';
 import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { createServer } from 'node:net';
@@ -64,5 +64,49 @@ describe('@Locked on a microservice message handler', () => {
     expect(balances.get('acc-1')).toBe((ok[0] as PromiseFulfilledResult<number>).value);
     // Another account is another resource.
     expect(await firstValueFrom(client.send('pay', { account: 'acc-2', amount: 5 }))).toBe(5);
+  });
+});
+
+describe('@Locked on the message handler of a hybrid application', () => {
+  /** An HTTP application with a TCP microservice connected, and what the module logged. */
+  async function hybrid(inheritAppConfig: boolean) {
+    const warnings: string[] = [];
+    const logger: LoggerService = { log: () => undefined, error: () => undefined, warn: (m: unknown) => void warnings.push(String(m)) };
+    const port = await freePort();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, logger })],
+      controllers: [PaymentsHandler],
+    }).compile();
+    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+    app.connectMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port } }, { inheritAppConfig });
+    await app.startAllMicroservices();
+    await app.init();
+    const proxy = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+    await proxy.connect();
+    return { app, proxy, warnings };
+  }
+
+  it('says, once, that a microservice connected without inheritAppConfig runs it without the module interceptor', async () => {
+    const { app, proxy, warnings } = await hybrid(false);
+    try {
+      // Its key reads the message, which only the interceptor gives it: the call fails.
+      await expect(firstValueFrom(proxy.send('pay', { account: 'acc-3', amount: 1 }))).rejects.toBeDefined();
+      await expect(firstValueFrom(proxy.send('pay', { account: 'acc-3', amount: 1 }))).rejects.toBeDefined();
+      expect(warnings.filter((w) => w.includes('PaymentsHandler.pay') && w.includes('inheritAppConfig: true'))).toHaveLength(1);
+    } finally {
+      await proxy.close();
+      await app.close();
+    }
+  });
+
+  it('locks on a key from the message with inheritAppConfig, with no warning', async () => {
+    const { app, proxy, warnings } = await hybrid(true);
+    try {
+      expect(await firstValueFrom(proxy.send('pay', { account: 'acc-4', amount: 7 }))).toBe(7);
+      expect(warnings).toEqual([]);
+    } finally {
+      await proxy.close();
+      await app.close();
+    }
   });
 });
