@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { decodeIdentity, type HolderIdentity } from './holder.js';
 import type { KeyLayout } from './keys.js';
 import type { NodeReport } from './outcome.js';
@@ -90,13 +91,30 @@ export function inspectKeys(layout: KeyLayout, resource: string): string[] {
 
 /** Sends INSPECT to every node and waits for all, at most `timeout` ms. */
 export async function inspectNodes(set: NodeSet, layout: KeyLayout, resource: string, timeout: number): Promise<ResourceInspection> {
+  return (await inspectRound(set, layout, resource, timeout)).inspection;
+}
+
+/**
+ * `Redlock.inspect`: as `inspectNodes`, but rejects with `QuorumUnreachableError`
+ * when fewer than a majority of nodes answered, as `list` does: no holder could
+ * then be seen on a quorum, and `held: false` would read as "free".
+ */
+export async function inspectResource(set: NodeSet, layout: KeyLayout, resource: string, timeout: number): Promise<ResourceInspection> {
+  const { inspection, round } = await inspectRound(set, layout, resource, timeout);
+  if (round.yes.length < set.quorum) {
+    throw new QuorumUnreachableError('inspect', [resource], [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }], set.quorum);
+  }
+  return inspection;
+}
+
+async function inspectRound(set: NodeSet, layout: KeyLayout, resource: string, timeout: number) {
   const replies = new Map<string, InspectReply>();
   const record = (reply: InspectReply, node: LockNode): Verdict => {
     replies.set(node.label, reply);
     return { outcome: 'ok' };
   };
   const round = await callRound(INSPECT.call(inspectKeys(layout, resource), undefined), record, { ...set, timeout, until: 'all' });
-  return inspectionOf(resource, set.quorum, round.reports, replies);
+  return { inspection: inspectionOf(resource, set.quorum, round.reports, replies), round };
 }
 
 /** A node's kind as stored ('mutex', '3', 'rw'; '' for permits without a kind key) in the public words. */

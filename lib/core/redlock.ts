@@ -11,7 +11,7 @@ import type { LockEvent, LockEventListener } from './events.js';
 import { checkHolder, forceRelease, type ForceReleaseOptions, type ForceReleaseResult } from './force-release.js';
 import { HeldLocks } from './held-locks.js';
 import { encodeIdentity } from './holder.js';
-import { inspectNodes, type ResourceInspection } from './inspection.js';
+import { inspectResource, type ResourceInspection } from './inspection.js';
 import { KeyLayout, validateResources } from './keys.js';
 import { checkListLimit, checkPattern, listLocks, type ListOptions, type LockListing } from './listing.js';
 import { Lock, secretOf } from './lock.js';
@@ -401,7 +401,7 @@ export class Redlock {
   async inspect(resource: string): Promise<ResourceInspection> {
     const [name] = validateResources(resource);
     await this.connected();
-    return inspectNodes(this.#set, this.layout, name!, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
+    return inspectResource(this.#set, this.layout, name!, this.options.nodeTimeout ?? defaultNodeTimeout(this.options.ttl));
   }
 
   /**

@@ -164,6 +164,8 @@ describe('inspection', () => {
     const hung = new Redlock({ nodes: fleet.urls, nodeTimeout: OPERATOR_WAIT, retryCount: 0 });
     try {
       await expect(hung.list('*')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      // Not "held: false": with most nodes silent, nothing can be said of the holder.
+      await expect(hung.inspect('x')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE', operation: 'inspect' });
       await expect(hung.forceRelease('x')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
       const lines: string[] = [];
       expect(await main(['list', '--nodes', fleet.urls.join(',')], (l) => lines.push(l))).toBe(1);
@@ -182,6 +184,8 @@ describe('inspection', () => {
     const code = await main(['inspect', 'x', '--nodes', fleet.urls.map(url).join(',')], (l) => lines.push(l));
     expect(code).toBe(1);
     expect(lines.join('\n')).toMatch(/error/);
+    expect(lines.join('\n')).toMatch(/Could not inspect "x": too many nodes/);
+    expect(lines.join('\n')).not.toMatch(/not held/);
     expect(lines.join('\n')).not.toContain('s3cret-pw');
     // Listing says why as inspecting does: a node that refuses connections is not connected.
     const listed: string[] = [];

@@ -11,7 +11,7 @@ export class QuorumUnreachableError extends LockError {
   readonly code = 'QUORUM_UNREACHABLE' as const;
 
   constructor(
-    readonly operation: 'acquire' | 'extend' | 'release' | 'list' | 'force-release',
+    readonly operation: 'acquire' | 'extend' | 'release' | 'inspect' | 'list' | 'force-release',
     readonly resources: readonly string[],
     readonly attempts: readonly AttemptReport[],
     readonly quorum: number,
