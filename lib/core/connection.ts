@@ -95,7 +95,10 @@ export type ScanStep = (cursor: string, match: string, count: number) => Promise
 
 /** A subscription on a dedicated connection. */
 export interface Subscription {
-  /** Settles once the node confirmed (or refused) the subscription. Never rejects. */
-  readonly confirmed: Promise<void>;
+  /**
+   * Settles once the node confirmed the subscription (with `undefined`) or
+   * refused it, or could not be reached (with the error). Never rejects.
+   */
+  readonly confirmed: Promise<unknown>;
   close(): void;
 }

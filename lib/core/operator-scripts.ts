@@ -161,7 +161,7 @@ if t == 'string' then
   redis.call('DEL', KEYS[1])
   released, holder, identity = 1, fingerprint(value), identityOf(value)
   local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if head then redis.call('PUBLISH', ARGV[4] .. string.match(head, '^[^.]*'), head) end
+  if head then redis.pcall('PUBLISH', ARGV[4] .. string.match(head, '^[^.]*'), head) end -- pcall: see GRANT in scripts.ts
 elseif t == 'zset' then
   local now = clock()
   kind = redis.call('GET', KEYS[5]) or ''

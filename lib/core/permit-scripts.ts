@@ -116,7 +116,7 @@ local function wake(q, d, now, used, limit, prefix, skip, hand)
       if used + ahead > limit then return end
       if id ~= skip then
         local message = hand and handOver(d, id, now, hand) or id
-        redis.call('PUBLISH', prefix .. string.match(id, '^[^.]*'), message)
+        redis.pcall('PUBLISH', prefix .. string.match(id, '^[^.]*'), message) -- pcall: see GRANT in scripts.ts
       end
     end
   end

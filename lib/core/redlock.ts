@@ -101,7 +101,7 @@ export class Redlock {
     this.quorum = quorumOf(this.#nodes.length);
     this.#set = { nodes: this.#nodes, quorum: this.quorum };
     this.wakePrefix = `${this.options.prefix}wake:`;
-    this.notifier = new WakeNotifier(this.#nodes, `${this.wakePrefix}${this.clientId}`);
+    this.notifier = new WakeNotifier(this.#nodes, this.wakePrefix, this.clientId, (event) => this.emit(event));
     const { options: resolved, layout, clientId, wakePrefix } = this;
     const nodeTimeoutFor = (ttl: number, override?: number) => this.nodeTimeoutFor(ttl, override);
     this.#planning = {

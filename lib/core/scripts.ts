@@ -361,9 +361,12 @@ local function grant(lockKey, fenceKey, h, head, channel)
         redis.call('SET', fenceKey, token, 'PX', retention)
       end
     end
-    redis.call('PUBLISH', channel, head .. ' ' .. attempt .. ' ' .. token)
+    -- pcall: a PUBLISH refused (an ACL user without the wake channels) must not fail
+    -- the script after its writes, which Redis keeps: the waiter then finds its lock
+    -- by polling, and the client reports the refused subscription.
+    redis.pcall('PUBLISH', channel, head .. ' ' .. attempt .. ' ' .. token)
   else
-    redis.call('PUBLISH', channel, head)
+    redis.pcall('PUBLISH', channel, head)
   end
 end
 `;

@@ -1,4 +1,6 @@
 import type { Subscription } from './connection.js';
+import type { NodeErrorEvent } from './events.js';
+import { withoutCredentials } from './log-safe.js';
 import type { LockNode } from './node.js';
 
 /** A release handed the lock over to the waiter on one node (see GRANT in scripts.ts). */
@@ -45,12 +47,19 @@ export class WakeNotifier {
   /** waiter id -> wake */
   private readonly waiters = new Map<string, Wake>();
 
+  /** This client's channel. */
+  readonly channel: string;
+
   constructor(
     nodes: readonly LockNode[],
-    /** This client's channel. */
-    readonly channel: string,
+    /** The channels' prefix, `<prefix>wake:`. */
+    private readonly wakePrefix: string,
+    clientId: string,
+    /** Told when a node that is up refused the subscription (an ACL user without the channels, say). */
+    private readonly report: (event: NodeErrorEvent) => void = () => undefined,
   ) {
     this.#nodes = nodes;
+    this.channel = `${wakePrefix}${clientId}`;
     const servers = nodes.map((node) => serverOf(node.identity));
     this.#sharesServer = servers.map((server, i) => servers.some((other, j) => j !== i && other === server));
   }
@@ -102,12 +111,24 @@ export class WakeNotifier {
     wake(node, { attempt: Number(message.slice(space + 1, second)), token: Number(message.slice(second + 1)) });
   }
 
+  /** A subscription refused while its node is up (the server said no) is reported; a node that is down reports itself. */
+  private refused(node: number, refusal: unknown): void {
+    if (refusal === undefined || this.#closed || !this.#nodes[node]!.connection.isReady) return;
+    const why = withoutCredentials(refusal instanceof Error ? refusal.message : String(refusal));
+    this.report({
+      type: 'node-error',
+      at: Date.now(),
+      node: this.#nodes[node]!.label,
+      message: `cannot subscribe to this client's wake channel, so its waiters learn of releases on this node by polling only (an ACL user needs the channels &${this.wakePrefix}*): ${why}`,
+    });
+  }
+
   private subscribe(): Promise<void> {
     if (this.confirmed) return this.confirmed;
     // Closed: no connection is opened again (it would keep the process alive).
     if (this.#closed) return Promise.resolve();
     this.#subscriptions = this.#nodes.map((node, i) => node.connection.subscribe(this.channel, (message) => this.deliver(i, message)));
-    const confirmed = Promise.all(this.#subscriptions.map((s) => s.confirmed)).then(() => {
+    const confirmed = Promise.all(this.#subscriptions.map((s, i) => s.confirmed.then((refusal) => this.refused(i, refusal)))).then(() => {
       if (this.confirmed === confirmed) this.ready = true;
     });
     this.confirmed = confirmed;

@@ -361,13 +361,13 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'ae819ed00f532a040d8436bd17f7221fb6532937',
-  'leave-queue': '0cb17609d2f4d885360a5bd76929fbaa3ca94b3f',
-  'force-release': '5fc0756f1f505a8e1b07a6226f5cc05c7ed18652',
+  release: 'a04c4494dc58cc0f93cb711d1e2a86ba5272d0f9',
+  'leave-queue': 'e03b55605b99b6729d61745d5a47762ff6c9a392',
+  'force-release': 'eecbe0ba30556c8c5184043245dddd598c06f5b7',
   'permit-acquire': '4538bd6a850f97b3093ac8c7c8a1db047c359383',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': 'ce61981f111726fbc0ca1aa14e26ec309645b3ec',
+  'permit-release': '80d491af9e39e70657777d36fe6c446247c17fea',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

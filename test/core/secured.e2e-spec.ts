@@ -82,6 +82,8 @@ beforeAll(async () => {
       '+@all',
       '-info',
     ]);
+    // Keys, but no channel: not what the README says, and easily done on Redis 7 (no channels by default).
+    await checkedCommand(node.port, ['ACL', 'SETUSER', 'nochan', 'on', '>nochan-pw', '~redlock:*', 'resetchannels', '+@all']);
   }
 });
 
@@ -157,6 +159,28 @@ describe('secured nodes', () => {
       await outside.close();
     } finally {
       await Promise.all([redlock.close(), other.close()]);
+    }
+  });
+});
+
+describe('an ACL user without the wake channels', () => {
+  it('says so in a node-error per node, and a release that hands the lock to a waiter resolves (the waiter polls)', async () => {
+    const nodes = aclFleet.nodes.map((n) => `redis://nochan:nochan-pw@127.0.0.1:${n.port}`);
+    const events: LockEvent[] = [];
+    const holder = new Redlock({ nodes, onEvent: (e) => events.push(e) });
+    const waiter = new Redlock({ nodes, retryDelay: 100, retryJitter: 0 });
+    try {
+      const held = await holder.acquire('no-channels', 5000);
+      const waiting = waiter.acquire('no-channels', 5000);
+      await until(async () => (await holder.inspect('no-channels')).waiters > 0, 'the waiter in the queue');
+      // Its PUBLISH refused, the release script failed after it had deleted the key and handed it over.
+      await held.release();
+      await (await waiting).release();
+      const refusals = () => events.filter((e) => e.type === 'node-error' && /wake/.test(e.message) && /&redlock:wake:\*/.test(e.message));
+      await until(() => refusals().length === nodes.length, 'a node-error from every node');
+      expect(JSON.stringify(events)).not.toContain('nochan-pw');
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
     }
   });
 });

@@ -30,7 +30,7 @@ export function glideSubscription(
   let closed = false;
   let subscriber: GlideSubscribable | undefined;
   let retry: NodeJS.Timeout | undefined;
-  const create = (): Promise<void> =>
+  const create = (): Promise<unknown> =>
     factory({
       ...config,
       // Pub/sub needs RESP3; the subscriber neither connects lazily nor shares the user's client-side cache.
@@ -47,10 +47,11 @@ export function glideSubscription(
         if (closed) unsubscribeAndClose(client, channel);
         else subscriber = client;
       },
-      () => {
-        if (closed) return;
+      (error: unknown) => {
+        if (closed) return undefined;
         retry = setTimeout(() => void create(), RETRY_DELAY);
         retry.unref();
+        return error;
       },
     );
   return {

@@ -193,7 +193,7 @@ export class IoredisConnection implements LockConnection {
     let settled = false;
     const confirmed = subscriber.subscribe(channel).then(
       () => void (settled = true),
-      () => void (settled = true),
+      (error: unknown) => ((settled = true), error),
     );
     if (!this.isCluster) resubscribeOnReady(subscriber as Redis, channel, () => settled);
     return { confirmed, close: () => subscriber.disconnect() };

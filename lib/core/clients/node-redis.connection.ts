@@ -236,7 +236,7 @@ function subscribeClient(client: Client, channel: string, onMessage: (message: s
   const subscriber = client.duplicate({ socket, legacyMode: false });
   subscriber.on('error', () => undefined); // the lock connection reports node errors
   subscriber.on('ready', () => closed && destroy(subscriber));
-  const confirmed = quietly(subscriber.connect().then(() => subscriber.subscribe(channel, (message) => onMessage(String(message)))));
+  const confirmed = refusalOf(subscriber.connect().then(() => subscriber.subscribe(channel, (message) => onMessage(String(message)))));
   return {
     confirmed,
     close: () => {
@@ -253,7 +253,7 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
   const subscriber = cluster.duplicate();
   subscriber.on('error', () => undefined);
   const connected = subscriber.connect();
-  const confirmed = quietly(
+  const confirmed = refusalOf(
     connected.then(() => (closed ? undefined : subscriber.subscribe(channel, (message) => onMessage(String(message))))),
   );
   return {
@@ -264,6 +264,14 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
       void confirmed.then(() => destroy(subscriber));
     },
   };
+}
+
+/** Settles with `promise`'s error, or `undefined` once it is fulfilled; never rejects. */
+function refusalOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 }
 
 /** Settles when `promise` does, never rejecting: what follows reads the outcome elsewhere. */
