@@ -2,7 +2,7 @@ import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/com
 import { DiscoveryService } from '@nestjs/core';
 import { LockService } from './lock.service.js';
 import { lockedMetadataOf } from './locked.metadata.js';
-import { addPendingScan, NEARNESS, offerRunner, withdrawRunner } from './locked.registry.js';
+import { addLiveModule, addPendingScan, NEARNESS, offerRunner, withdrawRunner } from './locked.registry.js';
 import { cronOptionsOf, loadCron } from './schedule-tick.js';
 import { loadWsException } from './transport-errors.js';
 
@@ -22,6 +22,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   /** Scoped classes this module's runner was offered for, taken back when it closes. */
   private readonly classes = new Set<object>();
   private readonly settle: () => void;
+  private leave: () => void = () => undefined;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -34,6 +35,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   async onModuleInit(): Promise<void> {
     const gateways = this.scan();
     this.settle();
+    this.leave = addLiveModule(this.locks, () => void this.scan());
     // What a call may need later, loaded now so that no call waits for it: WsException
     // for gateways' busy answers, the cron package for `{tick}` keys.
     if (gateways) await loadWsException();
@@ -42,6 +44,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.settle();
+    this.leave();
     for (const prototype of this.classes) withdrawRunner(prototype, this.locks);
   }
 

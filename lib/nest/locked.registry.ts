@@ -60,6 +60,15 @@ export function addPendingScan(scan: () => void): () => void {
   return () => void pendingScans.delete(scan);
 }
 
+/** The modules whose init ran and that have not closed: their runner, and their scan. */
+const liveModules = new Map<LockedRunner, () => void>();
+
+/** A module that finished its init: it may scan again, and serves instances no scan finds if it is the only one. */
+export function addLiveModule(runner: LockedRunner, scan: () => void): () => void {
+  liveModules.set(runner, scan);
+  return () => void liveModules.delete(runner);
+}
+
 function offerFor(instance: object): Offer | undefined {
   return offers.get(instance) ?? offers.get(Object.getPrototypeOf(instance) as object);
 }
@@ -70,10 +79,12 @@ export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunn
     for (const scan of [...pendingScans]) scan();
     offer = offerFor(instance);
   }
+  if (!offer && instance && liveModules.size > 0) offer = lateOffer(instance);
   if (!offer) {
     throw new Error(
       `@Locked ${metadata.method} was called on an instance that no RedlockModule manages ` +
-        '(import RedlockModule in the module that provides this class, and let Nest create it)',
+        '(import RedlockModule in the module that provides this class, and let Nest create it; ' +
+        'with several RedlockModules alive, an instance Nest does not know, made with new or ModuleRef.create(), cannot tell which to use)',
     );
   }
   if (offer.ambiguous) {
@@ -83,4 +94,20 @@ export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunn
     );
   }
   return offer.runner;
+}
+
+/**
+ * An instance the scans at init did not see. A provider of a module loaded
+ * later (LazyModuleLoader, whose modules' init hooks Nest does not run) is
+ * found by scanning again. One Nest does not know (`ModuleRef.create()`,
+ * `new`) is served by the one RedlockModule alive, if there is one; either
+ * way it is remembered, so that this runs once per instance.
+ */
+function lateOffer(instance: object): Offer | undefined {
+  for (const scan of [...liveModules.values()]) scan();
+  const found = offerFor(instance);
+  if (found || liveModules.size !== 1) return found;
+  const only: Offer = { runner: [...liveModules.keys()][0]!, nearness: NEARNESS.elsewhere - 1 };
+  offers.set(instance, only);
+  return only;
 }

@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable, Module, Scope, type INestApplicationContext, type OnModuleInit } from '@nestjs/common';
+import { LazyModuleLoader, ModuleRef } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { InvalidArgumentError, Locked, RedlockModule } from '../../lib/index.js';
@@ -98,6 +99,23 @@ describe('providers Nest makes in other ways', () => {
       return super.run();
     }
   }
+  @Injectable()
+  class LazyJob {
+    @Locked('lazy:job', 5000)
+    async run(): Promise<string[]> {
+      return lockedUnder('lazy:job', ['redlock:']);
+    }
+  }
+  @Module({ providers: [LazyJob] })
+  class LazyModule {}
+  /** Not a provider: made with ModuleRef.create(). */
+  @Injectable()
+  class Created {
+    @Locked('created:job', 5000)
+    async run(): Promise<string[]> {
+      return lockedUnder('created:job', ['redlock:']);
+    }
+  }
   @Module({ imports: [redlock('redlock:')], providers: [PerConsumer, Consumer, OverridingJob] })
   class AppModule {}
 
@@ -109,6 +127,18 @@ describe('providers Nest makes in other ways', () => {
   it('an override without @Locked that calls the locked method of its base class', async () => {
     const app = await start(AppModule);
     expect(await app.get(OverridingJob).run()).toEqual(['redlock:']);
+  });
+
+  it('a provider of a module loaded lazily, after the init scans (LazyModuleLoader)', async () => {
+    const app = await start(AppModule);
+    const lazy = await app.get(LazyModuleLoader).load(() => LazyModule);
+    expect(await lazy.get(LazyJob).run()).toEqual(['redlock:']);
+  });
+
+  it('an instance made with ModuleRef.create(), served by the one RedlockModule of the application', async () => {
+    const app = await start(AppModule);
+    const created = await app.get(ModuleRef).create(Created);
+    expect(await created.run()).toEqual(['redlock:']);
   });
 });
 
