@@ -11,6 +11,7 @@ import {
   Param,
   Post,
   RequestTimeoutException,
+  Sse,
   UseInterceptors,
 } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -19,7 +20,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Socket } from 'node:net';
-import { catchError, filter, firstValueFrom, throwError, timeout, TimeoutError } from 'rxjs';
+import { catchError, filter, firstValueFrom, map, Observable, of, throwError, timeout, TimeoutError } from 'rxjs';
 import { LockService, Locked, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
@@ -112,6 +113,12 @@ class CounterController {
     gate.enter();
     await gate.opened;
     return { ok: true };
+  }
+
+  @Sse('events')
+  @Locked('events', 2000)
+  events(): Observable<{ data: { n: number } }> {
+    return of(1, 2).pipe(map((n) => ({ data: { n } })));
   }
 
   @Get('watched')
@@ -270,6 +277,20 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     const released = releaseOf('gated:1');
     gate.open();
     await releasedAfterwards('gated:1', released);
+  });
+
+  it('answers a busy event stream with 200 and an error event (its headers go out before the lock is tried)', async () => {
+    const free = await request(app.getHttpServer()).get('/c/events');
+    expect(free.text).toContain('data: {"n":2}');
+    const held = await locks.acquire('events', 5000);
+    try {
+      const busy = await request(app.getHttpServer()).get('/c/events');
+      expect(busy.status).toBe(200);
+      expect(busy.text).toMatch(/event: error/);
+      expect(busy.text).not.toContain('"n"');
+    } finally {
+      await held.release();
+    }
   });
 
   it('aborts the handler signal and emits lost when a majority loses the keys', async () => {
