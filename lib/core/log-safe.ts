@@ -17,7 +17,14 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return `an array of length ${value.length}`;
   if (typeof value === 'function') return 'a function';
-  return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  return `an object (${tag === 'Object' ? classOf(value as object) : tag})`;
+}
+
+/** An instance's class name ('Object' for plain objects and nameless classes): a name, never a field. */
+function classOf(value: object): string {
+  const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  return typeof name === 'string' && name ? name : 'Object';
 }
 
 /** Resource names as a message shows them: the first three, each cut at 80 characters. */

@@ -41,6 +41,8 @@ describe('the node boundary (issue 14 item 4)', () => {
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as InvalidArgumentError).argument).toBe('nodes[0]');
     expect((error as Error).message).toMatch(/a SomeClient is not a client this library knows/);
+    // What it got is named alike, not "an object (Object)".
+    expect((error as Error).message).toMatch(/got an object \(SomeClient\)/);
     expect((error as Error).message).not.toContain('hunter2');
   });
 
