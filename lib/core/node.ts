@@ -26,6 +26,8 @@ export class LockNode {
   private abandonFirst: ((error: Error) => void) | undefined;
   /** `performance.now()` until which this node's votes are not counted (restart guard). */
   private excludedUntil = 0;
+  /** When the window of the last restart seen ends (performance.now() ms): a reconnect to the same server does not end it. */
+  private restartedUntil = 0;
   private runId: string | undefined;
   private verified: Promise<void> = Promise.resolve();
   /** The scripts loaded on the current connection (see NODE_SCRIPTS). */
@@ -123,7 +125,10 @@ export class LockNode {
           // After a failover the new primary's uptime is its age, not when it lost the keys the old one had.
           const lostAgo = newRunId && this.connection.failsOver ? 0 : uptime;
           this.runId = runId;
-          this.excludedUntil = restarted ? performance.now() + window - lostAgo : 0;
+          if (restarted) this.restartedUntil = performance.now() + window - lostAgo;
+          // The same run id after a blip (or a reconnect of every client of a Sentinel set) is no
+          // news: a window still running from an earlier restart or failover keeps the node out.
+          this.excludedUntil = this.restartedUntil;
           if (restarted) guard.onRestart(this, Math.max(0, window - lostAgo));
         })
         .catch((error: unknown) => {
