@@ -1,5 +1,5 @@
 import { BadRequestException } from '@nestjs/common';
-import { from, isObservable, Observable, of, throwError } from 'rxjs';
+import { from, isObservable, mergeMap, Observable, of, throwError, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
 import { heldInScope, heldLocks, requestFor, withLock } from './lock-context.js';
@@ -215,61 +215,96 @@ async function lockedPromise(locked: LockedCall): Promise<unknown> {
 }
 
 function lockedStream(locked: LockedCall, mapError: (error: unknown) => unknown): Observable<unknown> {
-  const { taker, metadata, resources, busy, outer, call } = locked;
+  const { taker, metadata, resources, busy, outer } = locked;
   return new Observable<unknown>((subscriber) => {
-    let lock: Lock | null = null;
-    let settled = false;
-    const settle = () => {
-      if (settled || !lock) return;
-      settled = true;
-      taker.settle(lock, metadata, locked.keepUntil);
-    };
-    let unsubscribeInner: (() => void) | undefined;
-    /** The body's promise: it runs on when its subscriber leaves, and keeps the lock until it settles. */
-    let running: Promise<unknown> | undefined;
+    const run = new StreamRun(locked, subscriber);
     taker.take(resources, metadata, busy).then(
       (taken) => {
-        lock = taken;
+        run.lock = taken;
         if (!taken) return subscriber.complete(); // busy and skipped
-        if (subscriber.closed) return settle(); // the subscriber went away while we waited
-        const inner = withLock(
-          taken,
-          () => {
-            let result: unknown;
-            try {
-              result = call();
-            } catch (error) {
-              settle();
-              subscriber.error(error);
-              return undefined;
-            }
-            if (result instanceof Promise) running = result;
-            return (isObservable(result) ? result : running ? from(running) : of(result)).subscribe({
-              next: (value) => subscriber.next(value),
-              error: (error: unknown) => {
-                settle();
-                subscriber.error(error);
-              },
-              complete: () => {
-                settle();
-                subscriber.complete();
-              },
-            });
-          },
-          outer,
-        );
-        unsubscribeInner = () => inner?.unsubscribe();
-        if (subscriber.closed) inner?.unsubscribe();
+        if (subscriber.closed) return run.settle(); // the subscriber went away while we waited
+        run.inner = withLock(taken, () => run.body(), outer);
+        if (subscriber.closed) run.inner?.unsubscribe();
       },
       (error: unknown) => subscriber.error(mapError(error)),
     );
-    // Unsubscribed (a client that went away, a timeout interceptor): an Observable
-    // body stops, so its lock goes; a promise cannot be stopped, and releasing under it
-    // would let another call on the resource run beside it.
-    return () => {
-      unsubscribeInner?.();
-      if (running) void running.then(settle, settle);
-      else settle();
-    };
+    return () => run.leave();
   });
+}
+
+/** One subscription's run of a locked call: its lock, its body, and when the lock may go. */
+class StreamRun {
+  lock: Lock | null = null;
+  inner: Subscription | undefined;
+  private settled = false;
+  /** The body's promise (or thenable: a query builder): it runs on when its subscriber leaves, and keeps the lock until it settles. */
+  private running: Promise<unknown> | undefined;
+  /** While the body's synchronous part runs, a subscriber that leaves is seen once it returned. */
+  private inBody = false;
+  private leftInBody = false;
+
+  constructor(
+    private readonly locked: LockedCall,
+    private readonly subscriber: Subscriber<unknown>,
+  ) {}
+
+  settle(): void {
+    if (this.settled || !this.lock) return;
+    this.settled = true;
+    this.locked.taker.settle(this.lock, this.locked.metadata, this.locked.keepUntil);
+  }
+
+  /**
+   * Unsubscribed (a client that went away, a timeout interceptor): an Observable
+   * body stops, so its lock goes; a promise cannot be stopped, and releasing under it
+   * would let another call on the resource run beside it.
+   */
+  leave(): void {
+    this.inner?.unsubscribe();
+    if (this.inBody) this.leftInBody = true;
+    else if (this.running) void this.running.then(this.settle.bind(this), this.settle.bind(this));
+    else this.settle();
+  }
+
+  /** Runs the body under the lock and relays what it gives. */
+  body(): Subscription | undefined {
+    const { subscriber } = this;
+    let result: unknown;
+    this.inBody = true;
+    try {
+      result = this.locked.call();
+    } catch (error) {
+      this.settle();
+      subscriber.error(error);
+      return undefined;
+    } finally {
+      this.inBody = false;
+    }
+    if (isThenable(result)) this.running = Promise.resolve(result);
+    if (this.leftInBody) return void this.leave();
+    // A promise of an Observable (an async handler's stream) is the stream: Nest flattens it too.
+    const source = isObservable(result)
+      ? result
+      : this.running
+        ? from(this.running).pipe(mergeMap((value) => (isObservable(value) ? value : of(value))))
+        : of(result);
+    return source.subscribe({
+      next: (value) => subscriber.next(value),
+      error: (error: unknown) => {
+        this.settle();
+        subscriber.error(error);
+      },
+      complete: () => {
+        this.settle();
+        subscriber.complete();
+      },
+    });
+  }
+}
+
+/** A promise, or any object with a `then` (a Mongoose query, a Knex builder): what `await` would wait for. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -61,7 +61,7 @@ describe('the restart guard, after a restart', () => {
       await until(async () => (await redlock.ping())[0]!.excluded === true, 'node 0 excluded');
       // A blip: the connection drops and comes back to the same server (a network hiccup, an idle timeout).
       const reconnected = new Promise((resolve) => app.once('ready', resolve));
-      await raw.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await raw.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
       await reconnected;
       // Its restart check ran on 'ready' (before this listener) and its INFO answered before this PING.
       expect((await redlock.ping())[0]).toMatchObject({ status: 'down', excluded: true });

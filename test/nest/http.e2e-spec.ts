@@ -20,7 +20,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Socket } from 'node:net';
-import { catchError, filter, firstValueFrom, map, Observable, of, throwError, timeout, TimeoutError } from 'rxjs';
+import { catchError, defer, filter, firstValueFrom, map, Observable, of, race, throwError, timeout, TimeoutError, timer } from 'rxjs';
 import { LockService, Locked, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
@@ -28,6 +28,8 @@ import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 const counters = new Map<string, number>();
 let lostSeen: (() => void) | undefined;
+/** Whether the handler's lock was released within `ms` (set by each app: its LockService's events). */
+let releasedWithin: (resource: string, ms: number) => Promise<boolean> = () => Promise.resolve(false);
 
 /** A handler's body, held at a gate the test opens. */
 let gate = { entered: Promise.resolve(), enter: () => undefined as void, opened: Promise.resolve(), open: () => undefined as void };
@@ -121,6 +123,26 @@ class CounterController {
     return of(1, 2).pipe(map((n) => ({ data: { n } })));
   }
 
+  // A query builder's kind of result: a thenable whose work starts when it is awaited.
+  @Get('thenable')
+  @Locked('thenable', 2000)
+  thenable(): PromiseLike<{ releasedMeanwhile: boolean }> {
+    return {
+      then: (resolve, reject) =>
+        releasedWithin('thenable', 300)
+          .then((releasedMeanwhile) => ({ releasedMeanwhile }))
+          .then(resolve, reject),
+    };
+  }
+
+  // An async handler's stream, set up first.
+  @Sse('async-events')
+  @Locked('async-events', 2000)
+  async asyncEvents(): Promise<Observable<{ data: { releasedMeanwhile: boolean } }>> {
+    await sleep(1);
+    return defer(() => releasedWithin('async-events', 300)).pipe(map((releasedMeanwhile) => ({ data: { releasedMeanwhile } })));
+  }
+
   @Get('watched')
   @Locked('watched', 1000)
   async watched() {
@@ -169,6 +191,17 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     }
     locks = app.get(LockService);
     locks.events$.subscribe((e) => events.push(e));
+    releasedWithin = (resource, ms) =>
+      firstValueFrom(
+        race(
+          locks.events$.pipe(
+            ofLockEvent('released'),
+            filter((e) => e.resources[0] === resource),
+            map(() => true),
+          ),
+          timer(ms).pipe(map(() => false)),
+        ),
+      );
   });
 
   // A failed test must not leave a handler at its gate: app.close() waits for it.
@@ -277,6 +310,14 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     const released = releaseOf('gated:1');
     gate.open();
     await releasedAfterwards('gated:1', released);
+  });
+
+  it('holds the lock while a thenable it returned (a query builder) runs, not only until it is returned', async () => {
+    expect((await request(app.getHttpServer()).get('/c/thenable')).body).toEqual({ releasedMeanwhile: false });
+  });
+
+  it("holds the lock for the stream of an async handler's promise, as Nest streams it", async () => {
+    expect((await request(app.getHttpServer()).get('/c/async-events')).text).toContain('data: {"releasedMeanwhile":false}');
   });
 
   it('answers a busy event stream with 200 and an error event (its headers go out before the lock is tried)', async () => {
