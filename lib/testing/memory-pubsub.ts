@@ -1,3 +1,4 @@
+import { later } from '../core/later.js';
 import type { EventEmitter } from 'node:events';
 
 /** What Redis answers a subscribed connection that sends anything but the pub/sub commands. */
@@ -49,7 +50,7 @@ export class Subscriptions {
   /** True when subscribed to `channel`; the 'message' event follows. */
   deliver(channel: string, message: string): boolean {
     if (!this.channels.has(channel)) return false;
-    queueMicrotask(() => {
+    later(() => {
       if (this.channels.has(channel)) this.emitter.emit('message', channel, message);
     });
     return true;

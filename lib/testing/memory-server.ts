@@ -44,7 +44,8 @@ export class MemoryServer {
     if (options.latency !== undefined && !(Number.isFinite(options.latency) && options.latency >= 0)) {
       throw new TypeError(`Expected \`latency\` to be a non-negative number of ms, got ${options.latency}`);
     }
-    return new MemoryServer(options.now ?? Date.now, options.latency ?? 0, options.host ?? 'memory', nextPort++);
+    // `Date.now` read at each call, not kept: fake timers installed after the node was made move its clock too.
+    return new MemoryServer(options.now ?? (() => Date.now()), options.latency ?? 0, options.host ?? 'memory', nextPort++);
   }
 
   private constructor(

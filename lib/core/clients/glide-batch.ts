@@ -1,3 +1,4 @@
+import { later } from '../later.js';
 import type { Done } from '../script.js';
 import type { GlideClientLike } from './glide.connection.js';
 
@@ -52,7 +53,7 @@ export class GlideBatcher {
     if (!this.#Batch) return false;
     if (!this.#queued) {
       this.#queued = [];
-      process.nextTick(() => this.flush());
+      later(() => this.flush());
     }
     this.#queued.push({ args, done });
     return true;

@@ -1,3 +1,4 @@
+import { later } from '../later.js';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
@@ -132,7 +133,7 @@ export class IoredisConnection implements LockConnection {
   #refusedWhileDown(done: Done): boolean {
     if (!this.#queuesOffline || !BETWEEN_CONNECTIONS.has(this.#client.status)) return false;
     const error = new Error(`not connected (${this.#client.status})`);
-    queueMicrotask(() => done(error));
+    later(() => done(error));
     return true;
   }
 
@@ -145,7 +146,7 @@ export class IoredisConnection implements LockConnection {
     const stream = this.isCluster ? undefined : this.#client.stream;
     if (stream && !stream.writableCorked) {
       stream.cork();
-      process.nextTick(() => stream.uncork());
+      later(() => stream.uncork());
     }
   }
 

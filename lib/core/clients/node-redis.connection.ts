@@ -1,3 +1,4 @@
+import { later } from '../later.js';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
@@ -142,7 +143,7 @@ export class NodeRedisConnection implements LockConnection {
   #refusedWhileDown(done: Done): boolean {
     if (this.isReady) return false;
     const error = new Error(`not connected (${this.state})`);
-    queueMicrotask(() => done(error));
+    later(() => done(error));
     return true;
   }
 
