@@ -81,11 +81,13 @@ export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunn
   }
   if (!offer && instance && liveModules.size > 0) offer = lateOffer(instance);
   if (!offer) {
-    throw new Error(
-      `@Locked ${metadata.method} was called on an instance that no RedlockModule manages ` +
-        '(import RedlockModule in the module that provides this class, and let Nest create it; ' +
-        'with several RedlockModules alive, an instance Nest does not know, made with new or ModuleRef.create(), cannot tell which to use)',
-    );
+    const why =
+      liveModules.size === 0
+        ? 'no RedlockModule is running (import RedlockModule in the module that provides this class, and let Nest create it; ' +
+          'or this class was decorated by another copy of nest-redlock than the running module)'
+        : 'several RedlockModules are running and none provides this instance: Nest does not know it (made with new or ' +
+          'ModuleRef.create()); import RedlockModule in the module that provides this class, and let Nest create it';
+    throw new Error(`@Locked ${metadata.method} was called on an instance that no RedlockModule manages: ${why}`);
   }
   if (offer.ambiguous) {
     throw new Error(
@@ -99,15 +101,22 @@ export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunn
 /**
  * An instance the scans at init did not see. A provider of a module loaded
  * later (LazyModuleLoader, whose modules' init hooks Nest does not run) is
- * found by scanning again. One Nest does not know (`ModuleRef.create()`,
- * `new`) is served by the one RedlockModule alive, if there is one; either
- * way it is remembered, so that this runs once per instance.
+ * found by scanning again (and then known). One Nest does not know
+ * (`ModuleRef.create()`, `new`) is served by the one RedlockModule running in
+ * the process, if there is one, for as long as it is the one: a test's new
+ * application serves an instance made in an earlier test.
  */
 function lateOffer(instance: object): Offer | undefined {
+  const known = fallbacks.get(instance);
+  if (known && liveModules.size === 1 && liveModules.has(known)) return { runner: known, nearness: FALLBACK };
   for (const scan of [...liveModules.values()]) scan();
   const found = offerFor(instance);
   if (found || liveModules.size !== 1) return found;
-  const only: Offer = { runner: [...liveModules.keys()][0]!, nearness: NEARNESS.elsewhere - 1 };
-  offers.set(instance, only);
-  return only;
+  const [only] = liveModules.keys();
+  fallbacks.set(instance, only!);
+  return { runner: only!, nearness: FALLBACK };
 }
+
+/** Instances no module provides, and the one module running when they were called: used again only while it is the one. */
+const fallbacks = new WeakMap<object, LockedRunner>();
+const FALLBACK = NEARNESS.elsewhere - 1;

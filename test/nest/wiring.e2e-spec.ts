@@ -140,6 +140,16 @@ describe('providers Nest makes in other ways', () => {
     const created = await app.get(ModuleRef).create(Created);
     expect(await created.run()).toEqual(['redlock:']);
   });
+
+  it('an instance made with new, shared by tests that each start an application: served by the one running', async () => {
+    const shared = new Created();
+    const first = await start(AppModule);
+    expect(await shared.run()).toEqual(['redlock:']);
+    await first.close();
+    apps.splice(0);
+    await start(AppModule);
+    expect(await shared.run()).toEqual(['redlock:']);
+  });
 });
 
 describe('a call from the onModuleInit of a provider in a deeper module', () => {
@@ -186,7 +196,7 @@ describe('calls that fail before they begin', () => {
   it('reject: an instance no RedlockModule manages', async () => {
     let call: Promise<void> | undefined;
     expect(() => (call = new Imports().run('1'))).not.toThrow();
-    await expect(call).rejects.toThrow(/no RedlockModule manages/);
+    await expect(call).rejects.toThrow(/no RedlockModule manages: no RedlockModule is running/);
   });
 
   it('@Locked on a static method is refused where it is applied', () => {
