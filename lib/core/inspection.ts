@@ -96,13 +96,16 @@ export async function inspectNodes(set: NodeSet, layout: KeyLayout, resource: st
 
 /**
  * `Redlock.inspect`: as `inspectNodes`, but rejects with `QuorumUnreachableError`
- * when fewer than a majority of nodes answered, as `list` does: no holder could
- * then be seen on a quorum, and `held: false` would read as "free".
+ * when fewer nodes answered than a holder needs (a majority, or a semaphore's
+ * permit quorum), as `list` does: no holder could then be seen on a quorum,
+ * and `held: false` would read as "free".
  */
 export async function inspectResource(set: NodeSet, layout: KeyLayout, resource: string, timeout: number): Promise<ResourceInspection> {
   const { inspection, round } = await inspectRound(set, layout, resource, timeout);
-  if (round.yes.length < set.quorum) {
-    throw new QuorumUnreachableError('inspect', [resource], [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }], set.quorum);
+  // A semaphore's permits need more votes than a majority (its `quorum`): fewer answers say nothing of them either.
+  const needed = Math.max(set.quorum, inspection.quorum);
+  if (round.yes.length < needed) {
+    throw new QuorumUnreachableError('inspect', [resource], [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }], needed);
   }
   return inspection;
 }

@@ -21,9 +21,14 @@ export function describeValue(value: unknown): string {
   return `an object (${tag === 'Object' ? classOf(value as object) : tag})`;
 }
 
-/** An instance's class name ('Object' for plain objects and nameless classes): a name, never a field. */
+/**
+ * An instance's class name: a name, never a field. 'Object' for plain objects,
+ * nameless classes, and prototypes whose `constructor` is another class's (ioredis
+ * mixes EventEmitter's in, which would name every client an EventEmitter).
+ */
 function classOf(value: object): string {
-  const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+  const proto = Object.getPrototypeOf(value) as { constructor?: { name?: unknown; prototype?: unknown } } | null;
+  const name = proto?.constructor?.prototype === proto ? proto?.constructor?.name : undefined;
   return typeof name === 'string' && name ? name : 'Object';
 }
 

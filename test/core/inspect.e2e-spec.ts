@@ -176,6 +176,24 @@ describe('inspection', () => {
     }
   });
 
+  it("rejects when fewer nodes answer than a semaphore's permits need (here all 3), not held: false", async () => {
+    const redlock = new Redlock({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      const permit = await redlock.acquire('pool', 10_000, { limit: 2 });
+      await fleet.pause(2);
+      try {
+        await expect(redlock.inspect('pool')).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE', operation: 'inspect', quorum: 3 });
+      } finally {
+        await fleet.resume(2);
+      }
+      // Back: its first answers may still be late ones.
+      await until(async () => (await redlock.inspect('pool').catch(() => undefined))?.held === true, 'the permit seen held on every node');
+      await permit.release();
+    } finally {
+      await redlock.close();
+    }
+  });
+
   it('reports nodes that are down, and exits non-zero without a quorum', async () => {
     await fleet.kill(0);
     await fleet.kill(1);
