@@ -9,15 +9,21 @@ interface GlideSubscribable {
 const STRINGS = 1;
 /** `PubSubChannelModes.Exact` (the same value for the cluster client). */
 const EXACT_CHANNELS = 0;
-/** Pause before creating a subscriber again after a failure (a node down), ms. */
+/** Pause before creating a subscriber again after a failure (a node down), ms; doubled after each, up to `RETRY_MAX`. */
 const RETRY_DELAY = 1000;
+/**
+ * Longest pause between tries. A failure may be a refusal (an ACL user without
+ * the channel), which GLIDE's connect retries many times a second until its
+ * connect timeout: that burst is not repeated every second for the client's life.
+ */
+const RETRY_MAX = 10_000;
 
 /**
  * Subscribes to `channel` on a client of its own: GLIDE subscribes only when
  * a client is created (`pubsubSubscriptions`, with a callback), so a new client
  * of the same class is created from `config`, the node client's own
- * configuration. A node that is down at first is tried again every
- * `RETRY_DELAY` ms until it answers or the subscription is closed, as an
+ * configuration. A node that is down at first is tried again after
+ * `RETRY_DELAY` ms, then at growing pauses, until it answers or the subscription is closed, as an
  * ioredis duplicate would reconnect; once created, GLIDE resubscribes after
  * reconnects itself.
  */
@@ -28,6 +34,7 @@ export function glideSubscription(
   onMessage: (message: string) => void,
 ): Subscription {
   let closed = false;
+  let pause = RETRY_DELAY;
   let subscriber: GlideSubscribable | undefined;
   let retry: NodeJS.Timeout | undefined;
   const create = (): Promise<unknown> =>
@@ -49,7 +56,8 @@ export function glideSubscription(
       },
       (error: unknown) => {
         if (closed) return undefined;
-        retry = setTimeout(() => void create(), RETRY_DELAY);
+        retry = setTimeout(() => void create(), pause);
+        pause = Math.min(pause * 2, RETRY_MAX);
         retry.unref();
         return error;
       },
