@@ -1,8 +1,9 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { inspect } from 'node:util';
 import { InvalidArgumentError, Redlock } from '../../lib/index.js';
 import { connectionFor } from '../../lib/core/clients/connection-for.js';
 import { GlideBatcher } from '../../lib/core/clients/glide-batch.js';
+import { glideSubscription } from '../../lib/core/clients/glide-subscriber.js';
 import { isGlide } from '../../lib/core/clients/glide.connection.js';
 import { isIoredis } from '../../lib/core/clients/ioredis.connection.js';
 
@@ -77,5 +78,23 @@ describe('GLIDE clients, told by shape', () => {
       close: () => undefined,
     });
     expect(isGlide(lookalike)).toBe(false);
+  });
+});
+
+describe('the GLIDE wake-up subscriber', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('is tried again at growing pauses after failures (a refusal makes GLIDE retry SUBSCRIBE in a burst each time)', async () => {
+    jest.useFakeTimers();
+    let tries = 0;
+    const refused = () => (tries++, Promise.reject(new Error('Connection error: Timeout')));
+    const subscription = glideSubscription(refused, {}, 'redlock:wake:x', () => undefined);
+    expect(await subscription.confirmed).toBeInstanceOf(Error);
+    // 1 s, 2 s, 4 s, 8 s, then every 10 s: 5 tries in the first 15 s, not 15.
+    await jest.advanceTimersByTimeAsync(15_000);
+    expect(tries).toBe(5);
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(tries).toBe(11);
+    subscription.close();
   });
 });
