@@ -4,7 +4,7 @@ import { Controller, Injectable, Module, Param, Post, type INestApplication } fr
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { firstValueFrom } from 'rxjs';
+import { EMPTY, firstValueFrom } from 'rxjs';
 import { LockService, Locked, Redlock, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import {
   MEMORY_REDIS_NODES,
@@ -168,6 +168,32 @@ describe('RedlockTestingModule options', () => {
       await Promise.all([one.close(), two.close()]);
     }
     expect(() => RedlockTestingModule.forRoot({ nodes: 0 })).toThrow(TypeError);
+  });
+
+  it('says to override Redlock when a test replaced LockService with a stand-in, as a rejection of the call', async () => {
+    @Injectable()
+    class Billing {
+      @Locked('billing', 5000)
+      async bill(): Promise<string> {
+        return 'billed';
+      }
+    }
+    @Module({ imports: [RedlockModule.forRoot({ nodes: ['redis://127.0.0.1:1'] })], providers: [Billing] })
+    class AppModule {}
+
+    const stub = { events$: EMPTY, lost$: EMPTY, acquire: () => Promise.resolve({}), complete: () => undefined };
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(LockService)
+      .useValue(stub)
+      .compile();
+    const app = await moduleRef.init();
+    try {
+      let call: Promise<string> | undefined;
+      expect(() => (call = app.get(Billing).bill())).not.toThrow();
+      await expect(call).rejects.toThrow(/override the Redlock provider, not LockService/);
+    } finally {
+      await app.close();
+    }
   });
 
   it("replaces the client of an application's own RedlockModule: overrideProvider(Redlock)", async () => {
