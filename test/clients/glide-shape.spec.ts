@@ -82,7 +82,9 @@ describe('GLIDE clients, told by shape', () => {
 });
 
 describe('the GLIDE wake-up subscriber', () => {
-  afterEach(() => jest.useRealTimers());
+  afterEach(() => {
+    jest.useRealTimers();
+  });
 
   it('is tried again at growing pauses after failures (a refusal makes GLIDE retry SUBSCRIBE in a burst each time)', async () => {
     jest.useFakeTimers();
