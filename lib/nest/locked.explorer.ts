@@ -2,7 +2,8 @@ import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/com
 import { DiscoveryService } from '@nestjs/core';
 import { LockService } from './lock.service.js';
 import { lockedMetadataOf } from './locked.metadata.js';
-import { addLiveModule, addPendingScan, NEARNESS, offerRunner, withdrawRunner } from './locked.registry.js';
+import { lockedRunnerOf } from './locked.stand-in.js';
+import { addLiveModule, addPendingScan, NEARNESS, offerRunner, withdrawRunner, type LockedRunner } from './locked.registry.js';
 import { cronOptionsOf, loadCron } from './schedule-tick.js';
 import { loadWsException } from './transport-errors.js';
 
@@ -23,11 +24,14 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   private readonly classes = new Set<object>();
   private readonly settle: () => void;
   private leave: () => void = () => undefined;
+  /** This module's LockService, or a stand-in's refusing runner (see lockedRunnerOf). */
+  private readonly runner: LockedRunner;
 
   constructor(
     private readonly discovery: DiscoveryService,
-    private readonly locks: LockService,
+    locks: LockService,
   ) {
+    this.runner = lockedRunnerOf(locks);
     // Until this module's init, a call on an instance not yet registered has it scan (see runnerOf).
     this.settle = addPendingScan(() => this.scan());
   }
@@ -35,7 +39,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   async onModuleInit(): Promise<void> {
     const gateways = this.scan();
     this.settle();
-    this.leave = addLiveModule(this.locks, () => void this.scan());
+    this.leave = addLiveModule(this.runner, () => void this.scan());
     // What a call may need later, loaded now so that no call waits for it: WsException
     // for gateways' busy answers, the cron package for `{tick}` keys.
     if (gateways) await loadWsException();
@@ -45,7 +49,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     this.settle();
     this.leave();
-    for (const prototype of this.classes) withdrawRunner(prototype, this.locks);
+    for (const prototype of this.classes) withdrawRunner(prototype, this.runner);
   }
 
   /** Offers this module's runner for every instance (or scoped class) with `@Locked` methods; true when there are gateways. */
@@ -66,13 +70,13 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
       if (wrapper.isDependencyTreeStatic() && !wrapper.isTransient) {
         const instance: unknown = wrapper.instance;
         if (instance && typeof instance === 'object' && this.hasLocked(Object.getPrototypeOf(instance) as object)) {
-          offerRunner(instance, this.locks, nearness, true);
+          offerRunner(instance, this.runner, nearness, true);
         }
       } else {
         // Request-scoped or transient: instances come later, one per request or consumer; their class is registered.
         const prototype = (wrapper.metatype as { prototype?: unknown } | null)?.prototype;
         if (prototype && typeof prototype === 'object' && this.hasLocked(prototype)) {
-          offerRunner(prototype, this.locks, nearness, false);
+          offerRunner(prototype, this.runner, nearness, false);
           this.classes.add(prototype);
         }
       }

@@ -5,6 +5,7 @@ import type { LockedMetadata } from './locked.metadata.js';
 import { lockedMetadataOf } from './locked.metadata.js';
 import type { LockedRunner } from './locked.registry.js';
 import { LockService } from './lock.service.js';
+import { lockedRunnerOf } from './locked.stand-in.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { UNLOCKED_METADATA } from './redlock.constants.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
@@ -34,13 +35,15 @@ const metadataCache = new WeakMap<ScheduleLockOptions, Map<string, LockedMetadat
 export class ScheduleLocker implements OnModuleInit {
   private readonly settings: ScheduleLockOptions | undefined;
   private readonly prototypes = new Set<object>();
+  private readonly runner: LockedRunner;
 
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    private readonly locks: LockService,
+    locks: LockService,
     @Inject(REDLOCK_MODULE_OPTIONS) options: RedlockModuleOptions,
   ) {
+    this.runner = lockedRunnerOf(locks);
     const schedule = options.schedule;
     if (!schedule) return;
     this.settings = schedule === true ? {} : schedule;
@@ -57,7 +60,7 @@ export class ScheduleLocker implements OnModuleInit {
       const instance: unknown = wrapper.instance;
       if (!wrapper.isDependencyTreeStatic() || !instance || typeof instance !== 'object') continue;
       if (this.prototypes.has(Object.getPrototypeOf(instance) as object)) {
-        scheduled.set(instance, { runner: this.locks, settings: this.settings });
+        scheduled.set(instance, { runner: this.runner, settings: this.settings });
       }
     }
   }

@@ -2,9 +2,12 @@ import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, Injectable, Module, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { Cron } from '@nestjs/schedule';
+import { createMock } from '@golevelup/ts-jest';
+import { mock, mockDeep } from 'jest-mock-extended';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EMPTY, firstValueFrom } from 'rxjs';
+import { firstValueFrom } from 'rxjs';
 import { LockService, Locked, Redlock, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import {
   MEMORY_REDIS_NODES,
@@ -181,7 +184,7 @@ describe('RedlockTestingModule options', () => {
     @Module({ imports: [RedlockModule.forRoot({ nodes: ['redis://127.0.0.1:1'] })], providers: [Billing] })
     class AppModule {}
 
-    const stub = { events$: EMPTY, lost$: EMPTY, acquire: () => Promise.resolve({}), complete: () => undefined };
+    const stub = { acquire: () => Promise.resolve({}) }; // a hand-made stand-in: no events$, nothing else
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
       .overrideProvider(LockService)
       .useValue(stub)
@@ -195,6 +198,48 @@ describe('RedlockTestingModule options', () => {
       await app.close();
     }
   });
+
+  // What tests do: an auto-mock of LockService from the two common mock libraries. Every property
+  // of such a mock answers (a deep one answers every call), so a call through it used to resolve to
+  // the mock's answer with the method's body never run, or the application failed to start.
+  for (const [name, make] of [
+    ['@golevelup/ts-jest createMock', () => createMock<LockService>()],
+    ['jest-mock-extended mock', () => mock<LockService>()],
+    ['jest-mock-extended mockDeep', () => mockDeep<LockService>()],
+  ] as const) {
+    it(`starts with ${name}() in place of LockService, and a @Locked call (method or cron) rejects saying so`, async () => {
+      @Injectable()
+      class Billing {
+        ran = 0;
+        @Locked('billing:{args.0}', 5000)
+        async bill(id: string): Promise<string> {
+          this.ran++;
+          return `billed ${id}`;
+        }
+
+        @Cron('0 0 * * *') // locked by the module's `schedule` option
+        async nightly(): Promise<void> {
+          this.ran++;
+        }
+      }
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockTestingModule.forRoot({ schedule: true })],
+        providers: [Billing],
+      })
+        .overrideProvider(LockService)
+        .useValue(make())
+        .compile();
+      const app = await moduleRef.createNestApplication({ logger: false }).init();
+      try {
+        const billing = app.get(Billing);
+        await expect(billing.bill('1')).rejects.toThrow(/override the Redlock provider, not LockService/);
+        await expect(billing.nightly()).rejects.toThrow(/override the Redlock provider, not LockService/);
+        expect(billing.ran).toBe(0);
+      } finally {
+        await app.close();
+      }
+    });
+  }
 
   it("replaces the client of an application's own RedlockModule: overrideProvider(Redlock)", async () => {
     @Module({
