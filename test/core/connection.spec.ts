@@ -56,7 +56,7 @@ describe('the node boundary (issue 14 item 4)', () => {
     const sentinels = [{ host: 'localhost', port: 26380 }, { host: '10.0.0.7' }];
     const secrets = { password: 'hunter2', sentinelPassword: 's3cret', username: 'locker', sentinelUsername: 'watcher' };
     const named = identity({ sentinels, name: 'locks', ...secrets });
-    expect(named).toBe('sentinel(locks@10.0.0.7:26379,127.0.0.1:26380)/0');
+    expect(named).toBe('sentinel(locks at 10.0.0.7:26379,127.0.0.1:26380)/0');
     expect(
       identity({
         sentinels: [
@@ -69,7 +69,22 @@ describe('the node boundary (issue 14 item 4)', () => {
     // Another group, another deployment with a group of the same name, another database: other nodes.
     expect(identity({ sentinels, name: 'other' })).not.toBe(named);
     expect(identity({ sentinels: [{ host: '10.0.0.8' }], name: 'locks' })).not.toBe(named);
-    expect(identity({ sentinels, name: 'locks', db: 1 })).toBe('sentinel(locks@10.0.0.7:26379,127.0.0.1:26380)/1');
+    expect(identity({ sentinels, name: 'locks', db: 1 })).toBe('sentinel(locks at 10.0.0.7:26379,127.0.0.1:26380)/1');
+  });
+
+  it('names the Sentinel group a node given twice belongs to, not ***: the name is no credential', () => {
+    // Nothing listens there: the nodes are refused before any connection matters.
+    const group = { sentinels: [{ host: '127.0.0.1', port: 1 }], name: 'orders-locks', lazyConnect: true, password: 'hunter2' };
+    let error: unknown;
+    try {
+      new Redlock({ nodes: [group, { ...group }, 'redis://127.0.0.1:1'] });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as Error).message).toContain('a server different from nodes[0]');
+    expect((error as Error).message).toContain('sentinel(orders-locks at 127.0.0.1:1)/0');
+    expect((error as Error).message).not.toContain('hunter2');
   });
 
   it('names a Cluster node by its seeds, written as host:port whatever their spelling, never by credentials', () => {

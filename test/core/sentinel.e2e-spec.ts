@@ -16,7 +16,7 @@ const users: Redis[] = [];
 
 const group = (name: string, extra: RedisOptions = {}): RedisOptions => ({ sentinels: sentinel.addresses, name, ...extra });
 const labelOf = (name: string) =>
-  `sentinel(${name}@${sentinel.addresses
+  `sentinel(${name} at ${sentinel.addresses
     .map((a) => `127.0.0.1:${a.port}`)
     .sort()
     .join(',')})/0`;
@@ -96,6 +96,7 @@ describe('Sentinel-managed nodes (issue 15)', () => {
       expect(error).toBeInstanceOf(InvalidArgumentError);
       expect((error as InvalidArgumentError).argument).toBe('nodes[1]');
       expect((error as Error).message).toContain('a server different from nodes[0]');
+      expect((error as Error).message).toContain('got "sentinel(lock-a at 127.0.0.1:'); // cut at 60 characters
     }
   });
 

@@ -276,14 +276,15 @@ function standaloneIdentity({ host, port, path, db }: RedisOptions): string {
 }
 
 /**
- * `sentinel(<group>@<sentinels>)/db`: one group name may exist in several
+ * `sentinel(<group> at <sentinels>)/db`: one group name may exist in several
  * Sentinel deployments, told apart by their sentinels' addresses (sorted, so
  * that the order they are listed in does not matter). Two specs must then list
  * the same sentinels to be seen as one node.
  */
 function sentinelIdentity({ name, sentinels, db }: RedisOptions): string {
   const where = sentinels!.map(({ host, port }) => `${hostOf(host)}:${port ?? 26379}`);
-  return `sentinel(${name ?? ''}@${[...new Set(where)].sort().join(',')})/${db ?? 0}`;
+  // Not 'name@...': log-safe renderings take what precedes an '@' for credentials, and would mask the group.
+  return `sentinel(${name ?? ''} at ${[...new Set(where)].sort().join(',')})/${db ?? 0}`;
 }
 
 function clusterIdentity(client: IoredisClientLike): string {
