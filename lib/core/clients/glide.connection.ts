@@ -5,6 +5,7 @@ import { glideScanners } from './glide-scan.js';
 import { GlideLiveness } from './glide-liveness.js';
 import { glideSubscription } from './glide-subscriber.js';
 import { hostOf } from './host.js';
+import { quietly } from './settle.js';
 
 /**
  * A Valkey GLIDE client (`GlideClient` or `GlideClusterClient` of
@@ -102,10 +103,7 @@ export class GlideConnection implements LockConnection {
   loadScripts(scripts: readonly Script[]): Promise<void> {
     // On a cluster, every primary: a shard added later loads a script at its first NOSCRIPT.
     const options = this.isCluster ? { ...AS_STRINGS, route: 'allPrimaries' } : AS_STRINGS;
-    const loaded = Promise.all(scripts.map((script) => this.#client.customCommand(['SCRIPT', 'LOAD', script.lua], options))).then(
-      () => undefined,
-      () => undefined,
-    );
+    const loaded = quietly(Promise.all(scripts.map((script) => this.#client.customCommand(['SCRIPT', 'LOAD', script.lua], options))));
     // And whether pipelines can be made known: once `ready()` resolves, the first burst is pipelined.
     return Promise.all([loaded, this.#batcher.loaded]).then(() => undefined);
   }

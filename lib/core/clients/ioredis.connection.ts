@@ -3,6 +3,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
+import { quietly } from './settle.js';
 import { withoutCredentials } from '../log-safe.js';
 import { listenShared } from './shared-listeners.js';
 
@@ -155,10 +156,7 @@ export class IoredisConnection implements LockConnection {
     // loaded host, gets no EVAL (see LockConnection.evalsha). A shard added later loads them on its first.
     const servers: Redis[] = this.isCluster ? (this.#client as unknown as Cluster).nodes('master') : [this.#client];
     this.cork();
-    return Promise.all(servers.flatMap((server) => scripts.map((script) => server.script('LOAD', script.lua)))).then(
-      () => undefined,
-      () => undefined,
-    );
+    return quietly(Promise.all(servers.flatMap((server) => scripts.map((script) => server.script('LOAD', script.lua)))));
   }
 
   scanners(): readonly ScanStep[] {

@@ -3,6 +3,7 @@ import type { LockConnection, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
 import { clientEvents, clusterEvents, type EventSource } from './node-redis.events.js';
+import { quietly, refusalOf } from './settle.js';
 
 /**
  * A node-redis client (`createClient` of `redis` / `@redis/client`, v4 to v6)
@@ -265,22 +266,6 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
       void confirmed.then(() => destroy(subscriber));
     },
   };
-}
-
-/** Settles with `promise`'s error, or `undefined` once it is fulfilled; never rejects. */
-function refusalOf(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-}
-
-/** Settles when `promise` does, never rejecting: what follows reads the outcome elsewhere. */
-function quietly(promise: Promise<unknown>): Promise<void> {
-  return promise.then(
-    () => undefined,
-    () => undefined,
-  );
 }
 
 function standaloneIdentity(options: ClientOptions): string {
