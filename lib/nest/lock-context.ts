@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockKindMismatchError, type AcquireOptions, type Lock } from '../core/index.js';
 import { describeKind } from '../core/layers.js';
+import { isObservable, Observable } from 'rxjs';
 import type { LockKeyContext } from './lock-key.js';
 
 /**
@@ -73,6 +74,73 @@ export function heldLocks(): readonly Lock[] {
 /** Runs `fn` with `lock` added to the chain's locks (after `outer`, the chain's locks by default); the request is not passed on. */
 export function withLock<T>(lock: Lock, fn: () => T, outer = heldLocks()): T {
   return lockScope.run({ locks: [...outer, lock] }, fn);
+}
+
+/**
+ * Calls run under a lock their chain took (re-entrant calls) that have not
+ * settled, per lock. A call the holder starts and does not wait for (an event
+ * handler its `publish()` or `emit()` ran, a saga's command) runs under the
+ * holder's lock and may outlive the holder's own call: the lock is kept until
+ * they settled (see `nestedSettled`), or a second caller would run beside them.
+ */
+const nestedRuns = new WeakMap<Lock, { running: number; settled: Promise<void>; settle: () => void }>();
+
+/**
+ * Runs a re-entrant call under `lock`, counted until its result settles: a
+ * promise or thenable (then given back as a promise, so that it runs once),
+ * or an Observable (from subscription to its end).
+ */
+export function runNested(lock: Lock, call: () => unknown): unknown {
+  const result = call();
+  if (isObservable(result)) {
+    return new Observable<unknown>((subscriber) => {
+      const leave = enterNested(lock);
+      const inner = result.subscribe(subscriber);
+      return () => {
+        inner.unsubscribe();
+        leave();
+      };
+    });
+  }
+  if (!isThenable(result)) return result;
+  const leave = enterNested(lock);
+  const settled = Promise.resolve(result);
+  settled.then(leave, leave);
+  return settled;
+}
+
+function enterNested(lock: Lock): () => void {
+  let runs = nestedRuns.get(lock);
+  if (!runs) {
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    runs = { running: 0, settled, settle };
+    nestedRuns.set(lock, runs);
+  }
+  const entered = runs;
+  entered.running++;
+  let left = false;
+  return () => {
+    if (left) return;
+    left = true;
+    if (--entered.running > 0) return;
+    nestedRuns.delete(lock);
+    entered.settle();
+  };
+}
+
+/** When the re-entrant calls running under `lock` have settled (and any they started); `undefined` when none runs. */
+export function nestedSettled(lock: Lock): Promise<void> | undefined {
+  const runs = nestedRuns.get(lock);
+  if (!runs) return undefined;
+  return runs.settled.then(() => nestedSettled(lock));
+}
+
+/** A promise, or any object with a `then` (a Mongoose query, a Knex builder): what `await` would wait for. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 /** Runs `fn` (the rest of a controller call: pipes, then the handler) with the request in scope. */

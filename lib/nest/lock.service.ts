@@ -14,7 +14,7 @@ import {
   Redlock,
 } from '../core/index.js';
 import { checkAcquireOptions, validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, lockScope, withLock } from './lock-context.js';
+import { heldInScope, heldLocks, lockScope, nestedSettled, runNested, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -105,9 +105,21 @@ export class LockService {
     if (held.length > 0) {
       // Checked here only when nested: a nested call may run without the client, which checks them.
       const outer = heldInScope(names, held, checkAcquireOptions(options));
-      if (outer) return fn(outer);
+      if (outer) return runNested(outer, () => fn(outer)) as Promise<T> | T;
     }
-    return this.client.using(names, ttl, (lock) => withLock(lock, () => fn(lock)), options);
+    // Released once the calls `fn` started under the lock and left running have settled too.
+    return this.client.using(
+      names,
+      ttl,
+      async (lock) => {
+        try {
+          return await withLock(lock, () => fn(lock));
+        } finally {
+          await nestedSettled(lock);
+        }
+      },
+      options,
+    );
   }
 
   /** What the nodes know of `resource`: its kind, held or not, where, how long, by whom (see `Redlock.inspect`). */
@@ -186,6 +198,9 @@ export class LockService {
    * or left to expire at `lockAtLeastFor` after it started (or at `keepUntil`).
    */
   settle(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void {
+    // Calls this one started under its lock and left running (an event handler) keep it.
+    const nested = nestedSettled(lock);
+    if (nested) return void nested.then(() => this.settle(lock, metadata, keepUntil));
     const atLeast = metadata.options.lockAtLeastFor;
     const now = Date.now();
     const remaining = Math.max(atLeast === undefined ? 0 : atLeast - (now - lock.acquiredAt), (keepUntil ?? 0) - now);

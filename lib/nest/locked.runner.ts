@@ -2,7 +2,7 @@ import { BadRequestException } from '@nestjs/common';
 import { from, isObservable, mergeMap, Observable, of, throwError, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, requestFor, withLock } from './lock-context.js';
+import { heldInScope, heldLocks, isThenable, requestFor, runNested, withLock } from './lock-context.js';
 import { afterPipes, resolveKey, type LockKeyContext, type RouteArgs } from './lock-key.js';
 import { resolveBusy, type ResolvedBusy } from './busy.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -135,7 +135,7 @@ function runLocking(locked: LockedCall, mapError?: (error: unknown) => unknown):
   } catch (error) {
     return mapError ? throwError(() => mapError(error)) : Promise.reject(error);
   }
-  if (held) return locked.call();
+  if (held) return runNested(held, locked.call);
   return mapError ? lockedStream(locked, mapError) : lockedPromise(locked);
 }
 
@@ -300,11 +300,4 @@ class StreamRun {
       },
     });
   }
-}
-
-/** A promise, or any object with a `then` (a Mongoose query, a Knex builder): what `await` would wait for. */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function'
-  );
 }
