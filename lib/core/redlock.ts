@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { AcquireLoop } from './acquire-loop.js';
 import { planAcquire, type PlanContext } from './acquire-plan.js';
 import { Closing } from './closing.js';
+import { ClientClosedError } from './errors/client-closed.error.js';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { LockLostError, type LostReason } from './errors/lock-lost.error.js';
 import type { LockError } from './errors/lock.error.js';
@@ -235,7 +236,8 @@ export class Redlock {
   acquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock> {
     let acquiring: Promise<Lock>;
     try {
-      this.assertOpen();
+      // During shutdown (a queue worker still fetching jobs), not a misuse: the error a waiting acquire gets.
+      if (this.closing.isClosed) throw new ClientClosedError(validateResources(resources));
       acquiring = this.acquireLock(resources, ttl, checkAcquireOptions(options));
     } catch (error) {
       return Promise.reject(error as Error);
@@ -490,9 +492,5 @@ export class Redlock {
         // A listener's failure must not break the lock path.
       }
     }
-  }
-
-  private assertOpen(): void {
-    if (this.closing.isClosed) throw new InvalidArgumentError('this', 'an open Redlock client (close() was called)', 'closed');
   }
 }

@@ -57,9 +57,7 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
       case 'busy':
         return logger.debug?.(`${formatResources(event.resources)} busy after ${event.attempts} attempt(s)`);
       case 'skipped':
-        return logger.debug?.(
-          `Skipped ${event.method}: ${formatResources(event.resources)} ${event.reason === 'busy' ? 'busy' : 'could not be locked (too few nodes answered)'}`,
-        );
+        return logger.debug?.(`Skipped ${event.method}: ${formatResources(event.resources)} ${SKIPPED_BECAUSE[event.reason]}`);
       case 'acquired':
         return logger.verbose?.(
           `Acquired ${formatResources(event.resources)} as ${event.lockId} in ${event.elapsed.toFixed(1)} ms (token ${event.fencingToken ?? '-'})`,
@@ -77,3 +75,10 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
     }
   }
 }
+
+/** Why a `@Locked` run was skipped, as the log says it. */
+const SKIPPED_BECAUSE = {
+  busy: 'busy',
+  unreachable: 'could not be locked (too few nodes answered)',
+  closed: 'not locked: the application is shutting down',
+} as const;

@@ -1,12 +1,12 @@
 import { filter, type OperatorFunction } from 'rxjs';
 import type { LockEvent } from '../core/index.js';
 
-/** A `@Locked` method did not run: its resource was busy, or too few nodes answered to lock it. */
+/** A `@Locked` method did not run: its resource was busy, too few nodes answered to lock it, or the module was shutting down (`closed`). */
 export interface LockSkippedEvent {
   readonly type: 'skipped';
   readonly at: number;
   readonly resources: readonly string[];
-  readonly reason: 'busy' | 'unreachable';
+  readonly reason: 'busy' | 'unreachable' | 'closed';
   /** `ClassName.methodName` of the skipped method. */
   readonly method: string;
 }

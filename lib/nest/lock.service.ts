@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { Observable, Subject } from 'rxjs';
 import {
   QuorumUnreachableError,
+  ClientClosedError,
   ResourceBusyError,
   type Lock,
   type AcquireOptions,
@@ -178,15 +179,21 @@ export class LockService {
       };
       return await takingFor.run(metadata.method, () => this.client.acquire(resources, metadata.ttl, options));
     } catch (error) {
-      // A method that skips when busy (a cron tick) skips when the nodes are down too: the
-      // client's acquire-failed warning is its one log line, not the scheduler's stack dump.
-      // A queue job is postponed for either reason.
+      // A method that skips when busy (a cron tick) skips when the nodes are down too, and
+      // during shutdown (the client closed, the application still running): the client's
+      // acquire-failed warning is its one log line, not the scheduler's stack dump. A queue
+      // job is postponed for any of these reasons: a worker still fetching jobs while the
+      // application closes must not fail them.
       const reason =
         error instanceof ResourceBusyError
           ? 'busy'
-          : error instanceof QuorumUnreachableError && busy.kind !== 'controller'
-            ? 'unreachable'
-            : undefined;
+          : busy.kind === 'controller'
+            ? undefined
+            : error instanceof QuorumUnreachableError
+              ? 'unreachable'
+              : error instanceof ClientClosedError
+                ? 'closed'
+                : undefined;
       if (!reason || !skipsWhenBusy(busy)) throw error;
       this.subject.next({ type: 'skipped', at: Date.now(), resources, method: metadata.method, reason });
       return null;

@@ -1,9 +1,10 @@
-import { QuorumUnreachableError, ResourceBusyError } from '../core/index.js';
+import { ClientClosedError, QuorumUnreachableError, ResourceBusyError } from '../core/index.js';
 import type { ResolvedBusy } from './busy.js';
 import { LockBusyException } from './lock-busy.exception.js';
 import { LockGraphQLError } from './lock-graphql.error.js';
 import { LockUnavailableException } from './lock-unavailable.exception.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
+import { UNLOCKED_MESSAGES } from './unlocked-messages.js';
 
 type WsExceptionClass = new (error: string | object) => Error;
 
@@ -19,19 +20,18 @@ export async function loadWsException(): Promise<void> {
   }
 }
 
-const MESSAGES = {
-  RESOURCE_BUSY: 'The resource is locked by another request',
-  QUORUM_UNREACHABLE: 'The lock service is unavailable; try again later',
-} as const;
-
 /**
- * A controller's (or resolver's) lock that could not be taken, as its
- * transport answers it: HTTP 409 / 503, a GraphQL error with
+ * A controller's (or resolver's) lock that could not be taken (busy, nodes
+ * unreachable, or the client closed by shutdown), as its transport answers
+ * it: HTTP 409 / 503, a GraphQL error with
  * `extensions.code`, a WebSocket `exception` event with `code`; RPC gets the
  * core error.
  */
 export function transportError(type: string, options: RedlockModuleOptions, busy: ResolvedBusy, error: unknown): unknown {
-  if (!(error instanceof ResourceBusyError) && !(error instanceof QuorumUnreachableError)) return error;
+  // A call arriving while the application shuts down (its lock client closed first) is unavailable, as with nodes down.
+  if (!(error instanceof ResourceBusyError) && !(error instanceof QuorumUnreachableError) && !(error instanceof ClientClosedError)) {
+    return error;
+  }
   switch (type) {
     case 'http':
       return error instanceof ResourceBusyError
@@ -40,7 +40,7 @@ export function transportError(type: string, options: RedlockModuleOptions, busy
     case 'graphql':
       return new LockGraphQLError(error);
     case 'ws':
-      return WsException ? new WsException({ status: 'error', code: error.code, message: MESSAGES[error.code] }) : error;
+      return WsException ? new WsException({ status: 'error', code: error.code, message: UNLOCKED_MESSAGES[error.code] }) : error;
     default:
       return error;
   }

@@ -113,7 +113,12 @@ describe('close() with acquires under way (issue 18.4)', () => {
     // drops a subscription when it reads the closed socket, which can come after close() resolves.
     const channels = async () => (await Promise.all(raw.map((r) => r.pubsub('CHANNELS', 'redlock:wake:*')))).flat();
     await until(async () => (await channels()).length === 0, 'no wake channel subscribed');
-    await expect(waiter.acquire('other', 1000)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    // An acquire after close() (a queue worker still fetching jobs during shutdown) is refused alike.
+    await expect(waiter.acquire('other', 1000)).rejects.toMatchObject({
+      code: 'CLIENT_CLOSED',
+      name: 'ClientClosedError',
+      resources: ['other'],
+    });
     await held.release();
   });
 

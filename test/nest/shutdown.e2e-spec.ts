@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
+import { BullModule, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Test } from '@nestjs/testing';
-import { LockService, Locked, Redlock, RedlockModule, type RedlockEvent } from '../../lib/index.js';
+import { Queue, type Job as QueueJob } from 'bullmq';
+import { LockService, Locked, Redlock, RedlockModule, ofLockEvent, type LockSkippedEvent, type RedlockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
@@ -67,5 +69,84 @@ describe('app.close() while a @Locked job runs (issue 18.2)', () => {
     expect(job.abortedWhileRunning).toBe(false);
     expect(events.some((e) => e.type === 'lost')).toBe(false);
     await (await other.acquire('nightly-import', 1000, { retryCount: 20, retryDelay: 20 })).release();
+  });
+});
+
+/** Calls that come while the application closes, its lock client closed and a job still running. */
+@Injectable()
+class Ticker {
+  ran = 0;
+
+  @Locked('tick', 1000) // a provider method: skipped when it cannot be locked
+  async tick(): Promise<void> {
+    this.ran++;
+  }
+}
+
+@Processor('imports')
+class ImportsProcessor extends WorkerHost {
+  ran: string[] = [];
+
+  @Locked('import:{job.data.id}', 1000)
+  async process(job: QueueJob<{ id: string }>): Promise<void> {
+    this.ran.push(job.data.id);
+  }
+}
+
+describe('calls that come while app.close() waits for running work', () => {
+  it('a provider method is skipped (reason closed), a queue job is postponed, not failed', async () => {
+    const queueNode = await startFleet(1, { args: ['--maxmemory-policy', 'noeviction'] });
+    const connection = { host: '127.0.0.1', port: queueNode.ports[0]! };
+    @Module({
+      imports: [
+        BullModule.forRoot({ connection }),
+        BullModule.registerQueue({ name: 'imports' }),
+        RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, logger: false }),
+      ],
+      providers: [Job, Ticker, ImportsProcessor],
+    })
+    class ClosingApp {}
+    const moduleRef = await Test.createTestingModule({ imports: [ClosingApp] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const queue = new Queue('imports', { connection }); // outlives the application, to read the job after
+    const skipped: LockSkippedEvent[] = [];
+    app
+      .get(LockService)
+      .events$.pipe(ofLockEvent('skipped'))
+      .subscribe((e) => skipped.push(e));
+    const job = app.get(Job);
+    const running = job.run();
+    let closing: Promise<void> | undefined;
+    try {
+      await until(() => job.started, 'the job running under its lock');
+      closing = app.close();
+      // The client closes first (RedlockModule's shutdown hook), then waits for the job.
+      const client = app.get(Redlock);
+      const closed = () =>
+        client.acquire('probe', 1000, { retryCount: 0 }).then(
+          (lock) => lock.release().then(() => false),
+          (error: { code?: string }) => error.code === 'CLIENT_CLOSED',
+        );
+      await until(closed, 'the lock client closed (acquires refused with CLIENT_CLOSED)');
+
+      await expect(app.get(Ticker).tick()).resolves.toBeUndefined();
+      expect(app.get(Ticker).ran).toBe(0);
+      expect(skipped).toEqual([expect.objectContaining({ method: 'Ticker.tick', reason: 'closed', resources: ['tick'] })]);
+
+      // The worker still fetches jobs until its own shutdown hook, after this module's.
+      const added = await queue.add('import', { id: 'a' }, { attempts: 1 });
+      await until(async () => ((await queue.getJob(added.id!))?.delay ?? 0) > 0, 'the job moved back to delayed');
+      const later = (await queue.getJob(added.id!))!;
+      expect(await later.getState()).toBe('delayed');
+      expect(later.attemptsMade).toBe(0);
+      expect(app.get(ImportsProcessor).ran).toEqual([]);
+    } finally {
+      job.finish();
+      await running;
+      await closing;
+      await queue.close();
+      await queueNode.stop();
+    }
   });
 });

@@ -111,7 +111,7 @@ class Jobs {
   @Unlocked()
   async local(): Promise<void> {}
 }
-exactly<LockGraphQLError['extensions']['code'], 'RESOURCE_BUSY' | 'QUORUM_UNREACHABLE'>(true);
+exactly<LockGraphQLError['extensions']['code'], 'RESOURCE_BUSY' | 'QUORUM_UNREACHABLE' | 'CLIENT_CLOSED'>(true);
 function service(locks: LockService): Observable<unknown>[] {
   // @ts-expect-error internal: the @Locked runner's entry point
   void locks.run;
