@@ -46,6 +46,10 @@ export class LockNode {
   /** Found hung, and not answered everything since (see `isStalled`). */
   private hung = false;
   private onHung: ((silentFor: number) => void) | undefined;
+  /** A client passed in: it reported an error since it was last ready (a node down, a wrong password). */
+  private failing = false;
+  /** A client passed in that is connecting: the one wait for it, shared by every call meanwhile (see connect). */
+  private readyWait: { readonly promise: Promise<boolean>; readonly stop: () => void } | undefined;
 
   private constructor(
     readonly connection: LockConnection,
@@ -63,6 +67,10 @@ export class LockNode {
     };
     this.listen('ready', load);
     if (connection.isReady) load();
+    if (!owned) {
+      this.listeners.push(connection.on('error', () => (this.failing = true)));
+      this.listen('ready', () => (this.failing = false));
+    }
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
       // (offline queue is off); after a first failure, fail fast like a down node.
@@ -171,13 +179,38 @@ export class LockNode {
       if (this.connection.isReady) return checked();
       // One the application closed, or a node-redis client it never connected: no event will come (the
       // first call waited CONNECT_WAIT for one), and it counts as down now, as the README says.
-      if (GONE_STATES.has(this.connection.state)) return Promise.resolve(false);
-      return new Promise<boolean>((resolve) => {
-        const offReady = this.connection.on('ready', () => (offReady(), offEnd(), resolve(checked())));
-        const offEnd = this.connection.on('end', () => (offReady(), offEnd(), resolve(false)));
-      });
+      // One that failed since it was last ready (reconnecting to a node that is down) counts as down
+      // now too, as a connection of this client's own does after its first failure.
+      if (this.failing || GONE_STATES.has(this.connection.state)) return Promise.resolve(false);
+      return this.waitForReady(checked);
     }
     return this.firstReady.then(checked, () => false);
+  }
+
+  /**
+   * Waits for a client passed in to be ready (or to end, or to fail): one wait
+   * however many calls come meanwhile (every ping, inspect or new lock client
+   * would add listeners to the application's client, each keeping a closed lock
+   * client alive, for as long as the node stays down); `close()` ends it.
+   */
+  private waitForReady(checked: () => Promise<boolean>): Promise<boolean> {
+    if (this.readyWait) return this.readyWait.promise;
+    let finish!: (ready: boolean) => void;
+    const ended = new Promise<boolean>((resolve) => (finish = resolve));
+    const offs = [
+      this.connection.on('ready', () => end(true)),
+      this.connection.on('end', () => end(false)),
+      this.connection.on('error', () => end(false)),
+    ];
+    const wait = { promise: ended.then((ready) => (ready ? checked() : false)), stop: () => end(false) };
+    const end = (ready: boolean) => {
+      if (this.readyWait !== wait) return;
+      this.readyWait = undefined;
+      for (const off of offs) off();
+      finish(ready);
+    };
+    this.readyWait = wait;
+    return wait.promise;
   }
 
   /**
@@ -276,6 +309,7 @@ export class LockNode {
    */
   async close(timeout: number): Promise<void> {
     for (const remove of this.listeners.splice(0)) remove();
+    this.readyWait?.stop();
     if (!this.owned) return;
     // Whoever still waits for the first connection (a hung node) stops waiting.
     this.abandonFirst?.(new Error(`connection to ${this.label} closed before it was ready`));

@@ -73,3 +73,47 @@ describe('a client of the application shared by several lock clients', () => {
     }
   });
 });
+
+describe('a client of the application whose node is down', () => {
+  it('gains no listener per call while down, keeps none after the lock clients close, and reads count it down at once', async () => {
+    const live = await startFleet(2);
+    const Redis = await otherIoredis();
+    // ioredis's defaults: an offline queue, reconnecting for ever to a port nobody listens on.
+    const dead = new Redis('redis://127.0.0.1:1');
+    dead.on('error', () => undefined);
+    const before = counts(dead);
+    const redlocks: Redlock[] = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const redlock = new Redlock({
+          nodes: [...live.urls, dead as unknown as NodeSpec],
+          nodeTimeout: TEST_NODE_TIMEOUT,
+          prefix: `down${i}`,
+        });
+        redlocks.push(redlock);
+        await (await redlock.acquire('job', 5000)).release();
+      }
+      const [first] = redlocks;
+      await first!.inspect('job');
+      const withAll = counts(dead);
+      // Each ping (a health check) and read used to add listeners, each keeping its closed lock client alive.
+      for (let i = 0; i < 20; i++) {
+        await first!.ping(100);
+        await first!.inspect('job');
+      }
+      // (A wait under way may end meanwhile: fewer, never more.)
+      counts(dead).forEach((count, i) => expect(count).toBeLessThanOrEqual(withAll[i]!));
+      // Counted down at once: neither the 2 s first-connection wait nor a SCAN queued offline until the listing's timeout.
+      const started = performance.now();
+      await first!.inspect('job');
+      await first!.list('*');
+      expect(performance.now() - started).toBeLessThan(1500);
+      await Promise.all(redlocks.map((r) => r.close()));
+      expect(counts(dead)).toEqual(before);
+    } finally {
+      await Promise.all(redlocks.map((r) => r.close()));
+      dead.disconnect();
+      await live.stop();
+    }
+  });
+});

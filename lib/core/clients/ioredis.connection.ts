@@ -132,10 +132,16 @@ export class IoredisConnection implements LockConnection {
    * call waits for the first connections.
    */
   #refusedWhileDown(done: Done): boolean {
-    if (!this.#queuesOffline || !BETWEEN_CONNECTIONS.has(this.#client.status)) return false;
-    const error = new Error(`not connected (${this.#client.status})`);
+    const error = this.#downError();
+    if (!error) return false;
     later(() => done(error));
     return true;
+  }
+
+  /** Why a command must fail at once (see `#refusedWhileDown`), or `undefined`. */
+  #downError(): Error | undefined {
+    if (!this.#queuesOffline || !BETWEEN_CONNECTIONS.has(this.#client.status)) return undefined;
+    return new Error(`not connected (${this.#client.status})`);
   }
 
   /**
@@ -162,7 +168,11 @@ export class IoredisConnection implements LockConnection {
   scanners(): readonly ScanStep[] {
     // The testing module's in-memory node is shaped like a standalone client, SCAN included.
     const servers: Redis[] = this.isCluster ? (this.#client as unknown as Cluster).nodes('master') : [this.#client];
-    return servers.map((server) => (cursor, match, count) => server.scan(cursor, 'MATCH', match, 'COUNT', count));
+    // A SCAN queued offline would wait out the listing's timeout, as a lock command would its node timeout.
+    return servers.map((server) => (cursor, match, count) => {
+      const down = this.#downError();
+      return down ? Promise.reject(down) : server.scan(cursor, 'MATCH', match, 'COUNT', count);
+    });
   }
 
   info(): Promise<string> {
