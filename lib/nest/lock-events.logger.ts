@@ -1,5 +1,4 @@
-import { Inject, Injectable, type LoggerService, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Subscription } from 'rxjs';
+import { Inject, Injectable, type LoggerService, type OnModuleInit } from '@nestjs/common';
 import { formatResources } from '../core/layers.js';
 import type { RedlockEvent } from './lock-events.js';
 import { LockService } from './lock.service.js';
@@ -16,9 +15,8 @@ import { redlockLogger } from './redlock.logger.js';
  * verbose. Never a lock value or password: events do not carry them.
  */
 @Injectable()
-export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
+export class LockEventsLogger implements OnModuleInit {
   protected readonly logger: LoggerService | undefined;
-  private subscription: Subscription | undefined;
 
   constructor(
     private readonly locks: LockService,
@@ -28,12 +26,11 @@ export class LockEventsLogger implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    // A test's stand-in for LockService has no events to log.
-    if (this.logger && isLockService(this.locks)) this.subscription = this.locks.events$.subscribe((event) => this.log(event));
-  }
-
-  onModuleDestroy(): void {
-    this.subscription?.unsubscribe();
+    // Until `events$` completes, once the client closed: Nest runs the module's shutdown (which
+    // closes the client) after every onModuleDestroy, and what shutdown does is logged too: the
+    // locks released, a running job's lock lost at the end of the grace. (A test's stand-in for
+    // LockService has no events to log.)
+    if (this.logger && isLockService(this.locks)) this.locks.events$.subscribe((event) => this.log(event));
   }
 
   protected log(event: RedlockEvent): void {

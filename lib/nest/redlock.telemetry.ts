@@ -1,5 +1,5 @@
-import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Subscription } from 'rxjs';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import type { RedlockEvent } from './lock-events.js';
 import { LockService } from './lock.service.js';
 import { isLockService } from './locked.stand-in.js';
 
@@ -23,10 +23,7 @@ type Meter = import('@opentelemetry/api').Meter;
  * metrics, no lock values anywhere.
  */
 @Injectable()
-export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
-  private subscription: Subscription | undefined;
-  private stopGauges: (() => void) | undefined;
-
+export class RedlockTelemetry implements OnModuleInit {
   constructor(private readonly locks: LockService) {}
 
   async onModuleInit(): Promise<void> {
@@ -45,7 +42,7 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
     const nodeErrors = meter.createCounter('redlock.node.errors');
     const nodeRestarts = meter.createCounter('redlock.node.restarts');
     const { attribution } = this.locks;
-    this.stopGauges = this.observeGauges(meter);
+    const stopGauges = this.observeGauges(meter);
 
     type Attempted = { at: number; elapsed: number; attempts: number; resources: readonly string[] };
     const span = (event: Attempted, outcome: string, error?: string) => {
@@ -57,7 +54,9 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
       s.end(event.at);
     };
 
-    this.subscription = this.locks.events$.subscribe((event) => {
+    // Until `events$` completes, once the client closed (after every onModuleDestroy): what
+    // shutdown does (locks released, a running job's lock lost at the end of the grace) counts.
+    const record = (event: RedlockEvent) => {
       const method = attribution.methodOf(event);
       const by = method === undefined ? {} : { method };
       switch (event.type) {
@@ -85,7 +84,8 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
         case 'node-restarted':
           return nodeRestarts.add(1, { node: event.node });
       }
-    });
+    };
+    this.locks.events$.subscribe({ next: record, complete: stopGauges });
   }
 
   /** The gauges, read at each collection; returns what removes their callbacks. */
@@ -106,11 +106,6 @@ export class RedlockTelemetry implements OnModuleInit, OnModuleDestroy {
       held.removeCallback(observeHeld);
       waiters.removeCallback(observeWaiters);
     };
-  }
-
-  onModuleDestroy(): void {
-    this.subscription?.unsubscribe();
-    this.stopGauges?.();
   }
 }
 

@@ -37,6 +37,16 @@ class Jobs {
   async plain(): Promise<string> {
     return 'done';
   }
+
+  /** Runs until `finish()`. */
+  finish: () => void = () => undefined;
+  started = false;
+
+  @Locked('long-job', 5000)
+  async long(): Promise<void> {
+    this.started = true;
+    await new Promise<void>((resolve) => (this.finish = resolve));
+  }
 }
 
 @Controller('pay')
@@ -95,6 +105,19 @@ describe('logging', () => {
     } finally {
       await fleet.resume(2);
     }
+  });
+
+  it('logs what shutdown does: a running job whose lock the end of the grace drops is logged as lost, as an error', async () => {
+    const { logger, lines } = recorder();
+    const app = await start({ logger, shutdownGrace: 100 });
+    await app.init();
+    const jobs = app.get(Jobs);
+    const running = jobs.long();
+    await until(() => jobs.started, 'the job running under its lock');
+    await app.close();
+    jobs.finish();
+    await running;
+    expect(lines).toContainEqual({ level: 'error', message: expect.stringMatching(/^Lock \S+ on "long-job" lost \(shutdown\)$/) });
   });
 
   it('goes to the logger option: acquired and released at verbose, nothing at log level; logger: false logs nothing', async () => {
