@@ -18,8 +18,16 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
   const detach: (() => void)[] = [];
   const { restartGuard: guard, emit } = watch;
   for (const node of nodes) {
-    const report = (error: Error) => emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
+    // A node that stays down fails every reconnect (200 ms apart) with the same error: reported
+    // once until it is ready again or says something else, not 18,000 log lines an hour.
+    let reported: string | undefined;
+    const report = (error: Error) => {
+      if (error.message === reported) return;
+      reported = error.message;
+      emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
+    };
     detach.push(node.connection.on('error', report));
+    detach.push(node.connection.on('ready', () => (reported = undefined)));
     node.watchHung((silentFor) => emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
     // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
     if (guard === 0 || node.connection.isCluster) continue;
