@@ -33,7 +33,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   ) {
     this.runner = lockedRunnerOf(locks);
     // Until this module's init, a call on an instance not yet registered has it scan (see runnerOf).
-    this.settle = addPendingScan(() => this.scan());
+    this.settle = addPendingScan(this);
   }
 
   async onModuleInit(): Promise<void> {
@@ -52,8 +52,8 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     for (const prototype of this.classes) withdrawRunner(prototype, this.runner);
   }
 
-  /** Offers this module's runner for every instance (or scoped class) with `@Locked` methods; true when there are gateways. */
-  private scan(): boolean {
+  /** @internal Offers this module's runner for every instance (or scoped class) with `@Locked` methods; true when there are gateways. */
+  scan(): boolean {
     const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
     const host = wrappers.find((wrapper) => wrapper.instance === this)?.host;
     let gateways = false;

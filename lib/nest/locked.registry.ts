@@ -48,16 +48,34 @@ export function withdrawRunner(target: object, runner: LockedRunner): void {
   if (offers.get(target)?.runner === runner) offers.delete(target);
 }
 
-/**
- * Scans of modules that started but have not finished their init: a call that
- * comes first (from the `onModuleInit` of a provider in a deeper module, which
- * Nest runs before the RedlockModule's) has them scan at once.
- */
-const pendingScans = new Set<() => void>();
+/** What finds a module's instances with `@Locked` methods and offers them its runner (its LockedExplorer). */
+export interface Scanner {
+  scan(): unknown;
+}
 
-export function addPendingScan(scan: () => void): () => void {
-  pendingScans.add(scan);
-  return () => void pendingScans.delete(scan);
+/**
+ * Modules that were made but have not finished their init: a call that comes
+ * first (from the `onModuleInit` of a provider in a deeper module, which Nest
+ * runs before the RedlockModule's) has them scan at once. Held weakly: a
+ * testing module compiled and never initialised (a unit test calling a
+ * provider straight from `compile()`) runs neither hook that would remove it,
+ * and was kept, with its whole container, for the life of the process, and
+ * scanned again by every later module's first call.
+ */
+const pendingScans = new Set<WeakRef<Scanner>>();
+
+export function addPendingScan(scanner: Scanner): () => void {
+  const ref = new WeakRef(scanner);
+  pendingScans.add(ref);
+  return () => void pendingScans.delete(ref);
+}
+
+function scanPending(): void {
+  for (const ref of [...pendingScans]) {
+    const scanner = ref.deref();
+    if (scanner) scanner.scan();
+    else pendingScans.delete(ref);
+  }
 }
 
 /** The modules whose init ran and that have not closed: their runner, and their scan. */
@@ -76,7 +94,7 @@ function offerFor(instance: object): Offer | undefined {
 export function runnerOf(instance: object, metadata: LockedMetadata): LockedRunner {
   let offer = instance ? offerFor(instance) : undefined;
   if (!offer && instance && pendingScans.size > 0) {
-    for (const scan of [...pendingScans]) scan();
+    scanPending();
     offer = offerFor(instance);
   }
   if (!offer && instance && liveModules.size > 0) offer = lateOffer(instance);

@@ -7,6 +7,9 @@ import { createMock } from '@golevelup/ts-jest';
 import { mock, mockDeep } from 'jest-mock-extended';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { until } from '../support/until.js';
+import { runInNewContext } from 'node:vm';
 import { firstValueFrom } from 'rxjs';
 import { LockService, Locked, Redlock, RedlockModule, ofLockEvent, type RedlockEvent } from '../../lib/index.js';
 import {
@@ -240,6 +243,20 @@ describe('RedlockTestingModule options', () => {
       }
     });
   }
+
+  it('keeps nothing of a testing module compiled and never initialised, once the test lets go of it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let collected = false;
+    const registry = new FinalizationRegistry(() => (collected = true));
+    await (async () => {
+      // A unit test's usual shape: compile(), get the provider, call it; no init, no close.
+      const moduleRef = await Test.createTestingModule({ imports: [RedlockTestingModule.forRoot()], providers: [Reports] }).compile();
+      expect(await moduleRef.get(Reports).build('unit')).toBe('report unit');
+      registry.register(moduleRef.get(LockService), 'lock service');
+    })();
+    await until(() => (gc(), collected), 'the module collected');
+  });
 
   it("replaces the client of an application's own RedlockModule: overrideProvider(Redlock)", async () => {
     @Module({
