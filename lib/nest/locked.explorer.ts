@@ -5,7 +5,8 @@ import { lockedMetadataOf } from './locked.metadata.js';
 import { lockedRunnerOf } from './locked.stand-in.js';
 import { addLiveModule, addPendingScan, NEARNESS, offerRunner, withdrawRunner, type LockedRunner } from './locked.registry.js';
 import { cronOptionsOf, loadCron } from './schedule-tick.js';
-import { loadWsException } from './transport-errors.js';
+import { loadRpcException, loadWsException } from './transport-errors.js';
+import { isMessageHandler } from './message-handlers.js';
 
 /** `@nestjs/websockets` marks gateway classes with this key. */
 const GATEWAY_METADATA = 'websockets:is_gateway';
@@ -20,6 +21,8 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
 export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   /** Whether some `@Locked` method is a `@Cron` method (its key may read `{tick}`). */
   private cron = false;
+  /** Whether some `@Locked` method is a message handler (`@MessagePattern`, `@EventPattern`). */
+  private rpc = false;
   /** Scoped classes this module's runner was offered for, taken back when it closes. */
   private readonly classes = new Set<object>();
   private readonly settle: () => void;
@@ -41,9 +44,11 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     this.settle();
     this.leave = addLiveModule(this.runner, () => void this.scan());
     // What a call may need later, loaded now so that no call waits for it: WsException
-    // for gateways' busy answers, the cron package for `{tick}` keys.
+    // for gateways' busy answers, the cron package for `{tick}` keys, RpcException for
+    // message handlers' busy answers.
     if (gateways) await loadWsException();
     if (this.cron) await loadCron();
+    if (this.rpc) await loadRpcException();
   }
 
   onModuleDestroy(): void {
@@ -93,6 +98,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
         if (typeof method !== 'function' || lockedMetadataOf(method) === undefined) continue;
         locked = true;
         this.cron ||= cronOptionsOf(method) !== undefined;
+        this.rpc ||= isMessageHandler(method);
       }
     }
     return locked;

@@ -10,12 +10,10 @@ import { postpone, queueJobOf } from './queue-job.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { cronOptionsOf, tickOf, type Tick } from './schedule-tick.js';
 import { transportError } from './transport-errors.js';
+import { isEventHandler, isMessageHandler } from './message-handlers.js';
 
 /** Where Nest records a handler's parameter decorators (`ROUTE_ARGS_METADATA`, not exported by `@nestjs/common`'s index). */
 const ROUTE_ARGS_METADATA = '__routeArguments__';
-
-/** Where `@MessagePattern` / `@EventPattern` record a message handler's patterns (`@nestjs/microservices`'s `PATTERN_METADATA`). */
-const PATTERN_METADATA = 'microservices:pattern';
 
 /** What the road needs from `LockService`. */
 export interface LockTaker {
@@ -48,7 +46,12 @@ export function runLocked(
   const outer = heldLocks();
   const call = () => original.apply(self, args);
   if (request) {
-    const busy = resolveBusy('controller', options.controllerBusy, metadata.options.busy);
+    // An event (`@EventPattern`) answers no caller: busy, it is skipped as a provider method is
+    // (`methodBusy`), where an error would only be logged with its stack by the exception filter.
+    const event = request.type === 'rpc' && isEventHandler((self as Record<string | symbol, unknown>)[metadata.propertyKey]);
+    const busy = event
+      ? resolveBusy('method', options.methodBusy, metadata.options.busy)
+      : resolveBusy('controller', options.controllerBusy, metadata.options.busy);
     let resources: readonly string[];
     try {
       const routeArgs = Reflect.getMetadata(ROUTE_ARGS_METADATA, self.constructor, metadata.propertyKey) as RouteArgs | undefined;
@@ -105,7 +108,7 @@ const warnedUnintercepted = new WeakSet<LockedMetadata>();
 function warnIfUnintercepted(taker: LockTaker, metadata: LockedMetadata, self: object): void {
   if (warnedUnintercepted.has(metadata)) return;
   const method = (self as Record<string | symbol, unknown>)[metadata.propertyKey];
-  if (typeof method !== 'function' || Reflect.getMetadata(PATTERN_METADATA, method) === undefined) return;
+  if (!isMessageHandler(method)) return;
   warnedUnintercepted.add(metadata);
   taker.warn(
     `@Locked ${metadata.method} handles messages but ran without RedlockModule's interceptor: its key cannot read the message ({data...}), and when busy it is skipped as a provider method is (an RPC caller gets an empty reply). In a hybrid application, connect the microservice with app.connectMicroservice(options, { inheritAppConfig: true }). A direct call from your own code may ignore this.`,

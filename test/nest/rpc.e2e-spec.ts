@@ -1,12 +1,13 @@
 import 'reflect-metadata';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, type INestApplication, type INestMicroservice, type LoggerService } from '@nestjs/common';
-import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
+import { ClientProxyFactory, EventPattern, MessagePattern, Payload, Transport, type ClientProxy } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { firstValueFrom } from 'rxjs';
-import { Locked, RedlockModule } from '../../lib/index.js';
+import { filter, firstValueFrom } from 'rxjs';
+import { LockService, Locked, RedlockModule, ofLockEvent } from '../../lib/index.js';
+import { until } from '../support/until.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
@@ -21,6 +22,16 @@ class PaymentsHandler {
     await sleep(50);
     balances.set(data.account, read + data.amount);
     return balances.get(data.account);
+  }
+
+  audits: string[] = [];
+  auditDone: () => void = () => undefined;
+
+  @EventPattern('audit')
+  @Locked('audit:{data.id}', 2000)
+  async audit(@Payload() data: { id: string; n: number }) {
+    this.audits.push(`${data.id}#${data.n}`);
+    if (data.n === 1) await new Promise<void>((resolve) => (this.auditDone = resolve));
   }
 }
 
@@ -60,10 +71,33 @@ describe('@Locked on a microservice message handler', () => {
     const results = await Promise.allSettled([1, 2, 3].map((amount) => firstValueFrom(client.send('pay', { account: 'acc-1', amount }))));
     const ok = results.filter((r) => r.status === 'fulfilled');
     expect(ok).toHaveLength(1);
-    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(2);
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused).toHaveLength(2);
+    // The caller can tell busy from a crash ('Internal server error', logged with a stack).
+    for (const r of refused) {
+      expect(r.reason).toEqual({ status: 'error', code: 'RESOURCE_BUSY', message: 'The resource is locked by another request' });
+    }
     expect(balances.get('acc-1')).toBe((ok[0] as PromiseFulfilledResult<number>).value);
     // Another account is another resource.
     expect(await firstValueFrom(client.send('pay', { account: 'acc-2', amount: 5 }))).toBe(5);
+  });
+});
+
+describe('@Locked on a microservice event handler', () => {
+  it('skips an event whose key is busy, with a skipped event, as a provider method (no caller to answer)', async () => {
+    const handler = service.get(PaymentsHandler);
+    const skipped = firstValueFrom(
+      service.get(LockService).events$.pipe(
+        ofLockEvent('skipped'),
+        filter((e) => e.method === 'PaymentsHandler.audit'),
+      ),
+    );
+    client.emit('audit', { id: 'a', n: 1 });
+    await until(() => handler.audits.length === 1, 'the first event running');
+    client.emit('audit', { id: 'a', n: 2 });
+    expect(await skipped).toMatchObject({ reason: 'busy', resources: ['audit:a'] });
+    handler.auditDone();
+    expect(handler.audits).toEqual(['a#1']);
   });
 });
 
