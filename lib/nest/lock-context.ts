@@ -40,7 +40,7 @@ export type AskedKind = Pick<AcquireOptions, 'limit' | 'mode'>;
  * wait for this very chain's read lock).
  */
 export function heldInScope(resources: readonly string[], locks = heldLocks(), asked: AskedKind = {}): Lock | undefined {
-  const held = locks.filter((lock) => lock.isHeld);
+  const held = locks.filter((lock) => lock.isHeld && !ending.has(lock));
   const covering = held.findLast((lock) => resources.every((r) => lock.resources.includes(r)));
   if (covering) return checkedKind(covering, resources, asked);
   const owners = resources.map((r) => held.findLast((lock) => lock.resources.includes(r)));
@@ -81,7 +81,7 @@ export function withLock<T>(lock: Lock, fn: () => T, outer = heldLocks()): T {
  * settled, per lock. A call the holder starts and does not wait for (an event
  * handler its `publish()` or `emit()` ran, a saga's command) runs under the
  * holder's lock and may outlive the holder's own call: the lock is kept until
- * they settled (see `nestedSettled`), or a second caller would run beside them.
+ * they settled (see `endNesting`), or a second caller would run beside them.
  */
 const nestedRuns = new WeakMap<Lock, { running: number; settled: Promise<void>; settle: () => void }>();
 
@@ -129,11 +129,18 @@ function enterNested(lock: Lock): () => void {
   };
 }
 
-/** When the re-entrant calls running under `lock` have settled (and any they started); `undefined` when none runs. */
-export function nestedSettled(lock: Lock): Promise<void> | undefined {
-  const runs = nestedRuns.get(lock);
-  if (!runs) return undefined;
-  return runs.settled.then(() => nestedSettled(lock));
+/** Locks whose holder's call ended and whose nested calls settled: on their way out (released, or left to expire). */
+const ending = new WeakSet<Lock>();
+
+/**
+ * Resolves once no re-entrant call runs under `lock` (those running now, and
+ * any they start), and marks it ending in the same step: a call that comes
+ * after, while the release (or `lockAtLeastFor`'s last extension) is under
+ * way, does not run under it, but takes a lock of its own (see `heldInScope`).
+ */
+export async function endNesting(lock: Lock): Promise<void> {
+  for (let runs = nestedRuns.get(lock); runs; runs = nestedRuns.get(lock)) await runs.settled;
+  ending.add(lock);
 }
 
 /** A promise, or any object with a `then` (a Mongoose query, a Knex builder): what `await` would wait for. */

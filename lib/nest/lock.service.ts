@@ -15,7 +15,7 @@ import {
   Redlock,
 } from '../core/index.js';
 import { checkAcquireOptions, validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, lockScope, nestedSettled, runNested, withLock } from './lock-context.js';
+import { endNesting, heldInScope, heldLocks, lockScope, runNested, withLock } from './lock-context.js';
 import { ofLockEvent, type RedlockEvent } from './lock-events.js';
 import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -116,7 +116,7 @@ export class LockService {
         try {
           return await withLock(lock, () => fn(lock));
         } finally {
-          await nestedSettled(lock);
+          await endNesting(lock);
         }
       },
       options,
@@ -206,8 +206,10 @@ export class LockService {
    */
   settle(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void {
     // Calls this one started under its lock and left running (an event handler) keep it.
-    const nested = nestedSettled(lock);
-    if (nested) return void nested.then(() => this.settle(lock, metadata, keepUntil));
+    void endNesting(lock).then(() => this.end(lock, metadata, keepUntil));
+  }
+
+  private end(lock: Lock, metadata: LockedMetadata, keepUntil?: number): void {
     const atLeast = metadata.options.lockAtLeastFor;
     const now = Date.now();
     const remaining = Math.max(atLeast === undefined ? 0 : atLeast - (now - lock.acquiredAt), (keepUntil ?? 0) - now);

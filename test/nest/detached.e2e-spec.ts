@@ -5,9 +5,10 @@ import { CommandBus, CommandHandler, CqrsModule, EventBus, EventsHandler, type I
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import { filter, firstValueFrom } from 'rxjs';
-import { LockService, Locked, RedlockModule, ofLockEvent } from '../../lib/index.js';
+import { LockService, Locked, RedlockModule, ofLockEvent, type Lock } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { until } from '../support/until.js';
 
 // A call a locked call starts and does not wait for (an event handler, a saga's command)
 // runs under the caller's lock: its resource is already held by the chain. The lock must
@@ -80,6 +81,20 @@ class Payments {
   @Locked('pay:{args.0.id}', 5000)
   async onPaid(event: { id: string }): Promise<void> {
     await doorFor(`pay:${event.id}`).pass();
+  }
+
+  /** What `later` gave: 'ran', or undefined when skipped. */
+  laterResult: unknown = 'not yet';
+
+  // Its keys stay 3 s after the run: a call it starts once it returned must not run under them.
+  @Locked('stay:{args.0}', 5000, { lockAtLeastFor: 3000 })
+  async brief(id: string): Promise<void> {
+    setImmediate(() => void this.later(id).then((result) => (this.laterResult = result)));
+  }
+
+  @Locked('stay:{args.0}', 5000)
+  async later(_id: string): Promise<string> {
+    return 'ran';
   }
 
   @Locked('job:{args.0}', 5000)
@@ -170,5 +185,40 @@ describe('a call started under a lock and not awaited keeps the lock until it se
     door.openNow();
     expect(await using).toBe('done');
     expect(await locks.tryAcquire('job:3', 1000).then((lock) => lock?.release().then(() => true))).toBe(true);
+  });
+
+  // A call that starts as the holder lets go (its last nested call just settled, the release
+  // under way) must not run under the lock being released: it takes its own.
+  it.each([0, 1, 2, 3])('a call started just as the lock is let go (%i ticks after) runs under a lock that is held', async (ticks) => {
+    const locks = app.get(LockService);
+    const door = new Door();
+    let outer: Lock | undefined;
+    let held: boolean | undefined;
+    let second: Promise<unknown> | undefined;
+    await locks.using(`late:${ticks}`, 5000, async (lock) => {
+      outer = lock;
+      second = (async () => {
+        await locks.using(`late:${ticks}`, 5000, async () => undefined); // nested, settles at once
+        for (let i = 0; i < ticks; i++) await Promise.resolve();
+        await locks.using(`late:${ticks}`, 5000, async (inner) => {
+          await door.pass();
+          held = inner.isHeld;
+        });
+      })();
+    });
+    await door.isReached;
+    // The holder's using() returned and released; the late call holds the resource (its own lock).
+    expect(await locks.tryAcquire(`late:${ticks}`, 1000)).toBeNull();
+    door.openNow();
+    await second;
+    expect(held).toBe(true);
+    expect(outer!.isHeld).toBe(false);
+  });
+
+  it('a call started after a lockAtLeastFor run returned does not run under the keys left to expire: it is busy', async () => {
+    const payments = app.get(Payments);
+    await payments.brief('1');
+    await until(() => payments.laterResult !== 'not yet', 'the later call settled');
+    expect(payments.laterResult).toBeUndefined(); // skipped: the resource stays locked until the 3 s are over
   });
 });
