@@ -18,16 +18,19 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
   const detach: (() => void)[] = [];
   const { restartGuard: guard, emit } = watch;
   for (const node of nodes) {
-    // A node that stays down fails every reconnect (200 ms apart) with the same error: reported
-    // once until it is ready again or says something else, not 18,000 log lines an hour.
-    let reported: string | undefined;
+    // A node that stays down fails every reconnect (200 ms apart) with the same error: each
+    // message is reported once a minute at most (a cluster's shards alternate theirs, and a
+    // cluster client says nothing when a shard is back), and again at once after the node was
+    // ready: not 18,000 log lines an hour.
+    const reported = new Map<string, number>();
     const report = (error: Error) => {
-      if (error.message === reported) return;
-      reported = error.message;
+      const now = performance.now();
+      if (now - (reported.get(error.message) ?? -Infinity) < REPEAT_ERROR_AFTER) return;
+      reported.set(error.message, now);
       emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
     };
     detach.push(node.connection.on('error', report));
-    detach.push(node.connection.on('ready', () => (reported = undefined)));
+    detach.push(node.connection.on('ready', () => reported.clear()));
     node.watchHung((silentFor) => emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
     // A cluster's INFO would come from any one of its shards: the guard covers standalone nodes.
     if (guard === 0 || node.connection.isCluster) continue;
@@ -43,6 +46,9 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
   }
   return detach;
 }
+
+/** Ms before a node's same error is reported again while it stays down. */
+const REPEAT_ERROR_AFTER = 60_000;
 
 /**
  * Longest wait of a call for connections still being made, ms. Past it the
