@@ -3,6 +3,7 @@ import type { LockConnection } from './connection.js';
 import { connectionFor, type NodeSpec } from './clients/connection-for.js';
 import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
 import { NoscriptTooLateError, type Call, type Script } from './script.js';
+import { CONNECT_WAIT } from './node-watch.js';
 
 /** Ms after a failed restart check (not a refusal) before the next, while connected. */
 const RECHECK_AFTER = 200;
@@ -48,6 +49,12 @@ export class LockNode {
   private onHung: ((silentFor: number) => void) | undefined;
   /** A client passed in: it reported an error since it was last ready (a node down, a wrong password). */
   private failing = false;
+  /** A client passed in: it was ready once since this node was made. */
+  private wasReady = false;
+  /** A client passed in: when the first wait for it began (performance.now()). */
+  private firstWaitAt: number | undefined;
+  /** `close()` ran: a client passed in is not waited for any more (no listener added after close). */
+  private closed = false;
   /** A client passed in that is connecting: the one wait for it, shared by every call meanwhile (see connect). */
   private readyWait: { readonly promise: Promise<boolean>; readonly stop: () => void } | undefined;
 
@@ -68,8 +75,12 @@ export class LockNode {
     this.listen('ready', load);
     if (connection.isReady) load();
     if (!owned) {
+      this.wasReady = connection.isReady;
       this.listeners.push(connection.on('error', () => (this.failing = true)));
-      this.listen('ready', () => (this.failing = false));
+      this.listen('ready', () => {
+        this.failing = false;
+        this.wasReady = true;
+      });
     }
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
@@ -179,16 +190,21 @@ export class LockNode {
       if (this.connection.isReady) return checked();
       // One the application closed, or a node-redis client it never connected: no event will come (the
       // first call waited CONNECT_WAIT for one), and it counts as down now, as the README says.
-      // One that failed since it was last ready (reconnecting to a node that is down) counts as down
-      // now too, as a connection of this client's own does after its first failure.
-      if (this.failing || GONE_STATES.has(this.connection.state)) return Promise.resolve(false);
+      if (this.closed || GONE_STATES.has(this.connection.state)) return Promise.resolve(false);
+      // One that failed since it was last ready (a node gone down), or that failed and has had the
+      // first wait's time to connect, counts as down now: every call waited CONNECT_WAIT for it.
+      // Failing in its first connection (a server still starting), it is waited for as before.
+      const hadItsChance = this.wasReady || (this.firstWaitAt !== undefined && performance.now() - this.firstWaitAt >= CONNECT_WAIT);
+      if (this.failing && hadItsChance) return Promise.resolve(false);
+      this.firstWaitAt ??= performance.now();
       return this.waitForReady(checked);
     }
     return this.firstReady.then(checked, () => false);
   }
 
   /**
-   * Waits for a client passed in to be ready (or to end, or to fail): one wait
+   * Waits for a client passed in to be ready (or to end; the caller bounds the
+   * wait, as a node still connecting must not hold a call up): one wait
    * however many calls come meanwhile (every ping, inspect or new lock client
    * would add listeners to the application's client, each keeping a closed lock
    * client alive, for as long as the node stays down); `close()` ends it.
@@ -197,11 +213,7 @@ export class LockNode {
     if (this.readyWait) return this.readyWait.promise;
     let finish!: (ready: boolean) => void;
     const ended = new Promise<boolean>((resolve) => (finish = resolve));
-    const offs = [
-      this.connection.on('ready', () => end(true)),
-      this.connection.on('end', () => end(false)),
-      this.connection.on('error', () => end(false)),
-    ];
+    const offs = [this.connection.on('ready', () => end(true)), this.connection.on('end', () => end(false))];
     const wait = { promise: ended.then((ready) => (ready ? checked() : false)), stop: () => end(false) };
     const end = (ready: boolean) => {
       if (this.readyWait !== wait) return;
@@ -308,6 +320,7 @@ export class LockNode {
    * waiting more than `timeout` ms on a hung node); leaves the user's clients open.
    */
   async close(timeout: number): Promise<void> {
+    this.closed = true;
     for (const remove of this.listeners.splice(0)) remove();
     this.readyWait?.stop();
     if (!this.owned) return;

@@ -11,6 +11,7 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { otherIoredis } from '../support/other-ioredis.js';
 import { connected, closeClient, NODE_REDIS_VERSIONS } from '../support/node-redis-clients.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { until } from '../support/until.js';
 
 /** The events the adapters listen to, on ioredis and node-redis clients. */
 const EVENTS = ['ready', 'close', 'end', 'error', 'connect', 'terminated'];
@@ -114,6 +115,30 @@ describe('a client of the application whose node is down', () => {
       await Promise.all(redlocks.map((r) => r.close()));
       dead.disconnect();
       await live.stop();
+    }
+  });
+});
+
+describe('clients of the application whose servers are still starting', () => {
+  it('are waited for at the first call, as before: failing their first connection is not being down', async () => {
+    const fleet = await startFleet(3);
+    const Redis = await otherIoredis();
+    await Promise.all([fleet.kill(1), fleet.kill(2)]);
+    const clients = [1, 2].map((i) => new Redis(fleet.urls[i]!, { retryStrategy: () => 20 }));
+    let failures = 0;
+    clients.forEach((c) => c.on('error', () => failures++));
+    // A quorum needs one of them: the servers start after the first call began.
+    const redlock = new Redlock({ nodes: [fleet.urls[0]!, ...(clients as unknown as NodeSpec[])], nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      const before = failures;
+      await until(() => failures >= before + 2, 'their connects refused since the lock client was made');
+      const acquiring = redlock.acquire('boot', 5000, { retryCount: 0 });
+      await Promise.all([fleet.restart(1), fleet.restart(2)]);
+      await (await acquiring).release();
+    } finally {
+      await redlock.close();
+      clients.forEach((c) => c.disconnect());
+      await fleet.stop();
     }
   });
 });
