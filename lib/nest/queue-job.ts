@@ -55,5 +55,7 @@ export function busyDelay(job: QueueJob, busy: ResolvedBusy): number {
 export async function postpone(job: QueueJob, token: string | undefined, busy: ResolvedBusy): Promise<never> {
   const delay = busyDelay(job, busy);
   await job.moveToDelayed(Date.now() + delay, token);
-  throw new JobPostponedError(`Job ${job.id ?? ''} (${job.name}) postponed by ${delay} ms: its lock is busy`);
+  throw new JobPostponedError(
+    `Job ${job.id ?? ''} (${job.name}) postponed by ${delay} ms: its lock could not be taken (busy, too few nodes, or shutting down)`,
+  );
 }
