@@ -11,7 +11,7 @@ import type { HeldLocks } from './held-locks.js';
 import { judgeAttempt, nextStep, SPLIT_JITTER } from './judgement.js';
 import { Lock, type LockOwner } from './lock.js';
 import type { ResolvedOptions } from './options.js';
-import type { AttemptReport } from './outcome.js';
+import { describeAttempt, type AttemptReport } from './outcome.js';
 import { retryDelayOf, validityOf } from './quorum.js';
 import { callRound, type NodeSet } from './round.js';
 import { describeKind, mismatchIn, optionsOfPermit } from './permit.js';
@@ -287,7 +287,15 @@ export class AcquireLoop {
     this.#host.emit(
       error.code === 'RESOURCE_BUSY'
         ? { type: 'busy', at: Date.now(), resources, attempts, elapsed: performance.now() - started }
-        : { type: 'acquire-failed', at: Date.now(), resources, code: error.code, attempts, elapsed: performance.now() - started },
+        : {
+            type: 'acquire-failed',
+            at: Date.now(),
+            resources,
+            code: error.code,
+            attempts,
+            elapsed: performance.now() - started,
+            ...(error instanceof QuorumUnreachableError ? { reason: describeAttempt(error.attempts.at(-1)) } : {}),
+          },
     );
     return error;
   }

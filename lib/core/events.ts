@@ -38,6 +38,13 @@ export interface LockAcquireFailedEvent extends LockEventBase {
   readonly code: LockErrorCode;
   readonly attempts: number;
   readonly elapsed: number;
+  /**
+   * Too few nodes answered (`QUORUM_UNREACHABLE`): how the last attempt's nodes
+   * answered, and the first node error, which says why (`1 ok, 2 error; first
+   * error: NOPERM ...`): a wrong password or an ACL user without the scripts'
+   * commands is otherwise only seen as "unreachable".
+   */
+  readonly reason?: string;
 }
 
 export interface LockExtendedEvent extends HeldLockEventBase {

@@ -44,7 +44,9 @@ export class LockEventsLogger implements OnModuleInit {
           `Extending lock ${event.lockId} on ${formatResources(event.resources)} failed (${event.code}); ${event.validity} ms left`,
         );
       case 'acquire-failed':
-        return logger.warn(`Acquiring ${formatResources(event.resources)} failed (${event.code}) after ${event.attempts} attempt(s)`);
+        return logger.warn(
+          `Acquiring ${formatResources(event.resources)} failed (${event.code}) after ${event.attempts} attempt(s)${event.reason ? `: ${event.reason}` : ''}`,
+        );
       case 'node-error':
         return logger.warn(`Node ${event.node}: ${event.message}`);
       case 'node-hung':

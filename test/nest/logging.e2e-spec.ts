@@ -231,6 +231,8 @@ describe('logging', () => {
     expect(about).toHaveLength(1);
     expect(about[0]!.level).toBe('warn');
     expect(about[0]!.message).not.toContain('\n');
+    // Why, in that one line: how the nodes answered and the first node error.
+    expect(about[0]!.message).toMatch(/failed \(QUORUM_UNREACHABLE\) after 1 attempt\(s\): 1 ok, 2 error; first error: /);
     expect(appLines.filter((l) => l.level === 'error')).toEqual([]);
   });
 });
