@@ -22,6 +22,10 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       if (typeof spec === 'string' && !NODE_URL.test(spec)) {
         throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", spec);
       }
+      // ioredis reads a URL's path as the database: '/abc' became database NaN, and the node's label '.../NaN'.
+      if (typeof spec === 'string' && !spec.startsWith('/') && !DATABASE_PATH.test(pathOf(spec))) {
+        throw new InvalidArgumentError(`nodes[${i}]`, 'a URL whose path is a database number (redis://host:6379/2), or none', spec);
+      }
       let node: LockNode;
       try {
         node = LockNode.from(spec);
@@ -52,3 +56,13 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
 
 /** What a node given as a string must look like. */
 const NODE_URL = /^(rediss?:\/\/[^\s]+|\/[^\s]*)$/i;
+const DATABASE_PATH = /^\/?\d*$/;
+
+/** A URL's path ('' when it does not parse: ioredis then says why). */
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return '';
+  }
+}

@@ -57,6 +57,12 @@ describe('node list', () => {
     expect(ok.quorum).toBe(2);
     await ok.close();
   });
+  it('rejects a URL whose path is not a database number (ioredis took /abc for database NaN)', async () => {
+    expectInvalid(() => new Redlock({ nodes: ['redis://user:pw@127.0.0.1:7001/abc'] }), 'nodes[0]');
+    expectInvalid(() => new Redlock({ nodes: ['redis://127.0.0.1:7001', 'rediss://127.0.0.1:7002/1/2'] }), 'nodes[1]');
+    const ok = new Redlock({ nodes: ['redis://127.0.0.1:7001/', 'redis://127.0.0.1:7002/3', 'redis://127.0.0.1:7003?family=4'] });
+    await ok.close();
+  });
   it('rejects a client passed twice', () => {
     const client = new Redis({ lazyConnect: true, port: 7009 });
     expectInvalid(() => new Redlock({ nodes: [client, client] }), 'nodes[1]');
