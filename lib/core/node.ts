@@ -203,8 +203,8 @@ export class LockNode {
   }
 
   /**
-   * Waits for a client passed in to be ready (or to end; the caller bounds the
-   * wait, as a node still connecting must not hold a call up): one wait
+   * Waits for a client passed in to be ready (or to end, or CONNECT_WAIT after the
+   * first wait began): one wait
    * however many calls come meanwhile (every ping, inspect or new lock client
    * would add listeners to the application's client, each keeping a closed lock
    * client alive, for as long as the node stays down); `close()` ends it.
@@ -213,7 +213,11 @@ export class LockNode {
     if (this.readyWait) return this.readyWait.promise;
     let finish!: (ready: boolean) => void;
     const ended = new Promise<boolean>((resolve) => (finish = resolve));
-    const offs = [this.connection.on('ready', () => end(true)), this.connection.on('end', () => end(false))];
+    // No longer than the first call's wait from the first one on: `ready()` (which waits for every
+    // node to connect or fail once) would otherwise wait for ever for a client that never connects.
+    const timer = setTimeout(() => end(false), Math.max(0, CONNECT_WAIT - (performance.now() - (this.firstWaitAt ?? 0))));
+    timer.unref();
+    const offs = [this.connection.on('ready', () => end(true)), this.connection.on('end', () => end(false)), () => clearTimeout(timer)];
     const wait = { promise: ended.then((ready) => (ready ? checked() : false)), stop: () => end(false) };
     const end = (ready: boolean) => {
       if (this.readyWait !== wait) return;

@@ -142,3 +142,23 @@ describe('clients of the application whose servers are still starting', () => {
     }
   });
 });
+
+describe('clients of the application that never connect', () => {
+  it('let ready() resolve, and later calls fail at once, not after a wait each', async () => {
+    const fleet = await startFleet(1);
+    const Redis = await otherIoredis();
+    const clients = [1, 2].map((port) => new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => 20 }));
+    clients.forEach((c) => c.on('error', () => undefined));
+    const redlock = new Redlock({ nodes: [fleet.urls[0]!, ...(clients as unknown as NodeSpec[])], nodeTimeout: TEST_NODE_TIMEOUT });
+    try {
+      await redlock.ready(); // every node connected or failed once: it never resolved
+      const started = performance.now();
+      await expect(redlock.acquire('never', 5000, { retryCount: 0 })).rejects.toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      expect(performance.now() - started).toBeLessThan(1500); // not CONNECT_WAIT (2 s) per call
+    } finally {
+      await redlock.close();
+      clients.forEach((c) => c.disconnect());
+      await fleet.stop();
+    }
+  });
+});
