@@ -26,7 +26,7 @@ export interface AttemptReport {
   readonly nodes: readonly NodeReport[];
 }
 
-/** One attempt in a line: how many nodes did what, and the first node error (Redis error messages carry no credentials). */
+/** One attempt in a line: how many nodes did what, and the first node error (recorded without credentials or command arguments: see round.ts). */
 export function describeAttempt(attempt: AttemptReport | undefined): string {
   if (!attempt) return 'none';
   const counts = new Map<string, number>();

@@ -170,7 +170,12 @@ class Tally<N extends RoundNode> {
   private answer(node: N, index: number, error: unknown, reply: unknown): void {
     const ms = performance.now() - this.started;
     if (error !== undefined) {
-      this.record(index, { node: node.label, outcome: 'error', ms, error: error instanceof Error ? error.message : String(error) });
+      this.record(index, {
+        node: node.label,
+        outcome: 'error',
+        ms,
+        error: withoutArguments(error instanceof Error ? error.message : String(error)),
+      });
       return;
     }
     let verdict: Verdict;
@@ -257,4 +262,15 @@ export function callRound<R>(
     send: (node, done) => node.send(call, done, round.fallbackWithin),
     classify: (reply, node) => verdict(call.decode(reply), node),
   });
+}
+
+/**
+ * A node's error without the command's arguments: Redis 6.2 and later answer
+ * an unknown command (EVALSHA renamed or disabled, as managed servers do) with
+ * "ERR unknown command 'evalsha', with args beginning with: ...", up to 128
+ * bytes of them: the lock's value among them, which no message may show.
+ */
+function withoutArguments(message: string): string {
+  const at = message.indexOf(', with args beginning with:');
+  return at < 0 ? message : message.slice(0, at);
 }
