@@ -26,6 +26,8 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
     const report = (error: Error) => {
       const now = performance.now();
       if (now - (reported.get(error.message) ?? -Infinity) < REPEAT_ERROR_AFTER) return;
+      // Messages that vary (a port, a time) would pile up while the node stays down: the old ones go.
+      for (const [message, at] of reported) if (now - at >= REPEAT_ERROR_AFTER) reported.delete(message);
       reported.set(error.message, now);
       emit({ type: 'node-error', at: Date.now(), node: node.label, message: error.message });
     };
