@@ -320,14 +320,15 @@ describe.each(['express', 'fastify'] as const)('@Locked on an HTTP handler (%s)'
     expect((await request(app.getHttpServer()).get('/c/async-events')).text).toContain('data: {"releasedMeanwhile":false}');
   });
 
-  it('answers a busy event stream with 200 and an error event (its headers go out before the lock is tried)', async () => {
+  it('answers a busy event stream with 200 and an error event, or 409 if busy was known before its headers went out', async () => {
     const free = await request(app.getHttpServer()).get('/c/events');
     expect(free.text).toContain('data: {"n":2}');
     const held = await locks.acquire('events', 5000);
     try {
+      // Nest commits the headers on the next macrotask: which of that and the nodes' busy answer comes first is a race.
       const busy = await request(app.getHttpServer()).get('/c/events');
-      expect(busy.status).toBe(200);
-      expect(busy.text).toMatch(/event: error/);
+      expect([200, 409]).toContain(busy.status);
+      if (busy.status === 200) expect(busy.text).toMatch(/event: error/);
       expect(busy.text).not.toContain('"n"');
     } finally {
       await held.release();
