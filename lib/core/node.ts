@@ -203,11 +203,11 @@ export class LockNode {
   }
 
   /**
-   * Waits for a client passed in to be ready (or to end, or CONNECT_WAIT after the
-   * first wait began): one wait
-   * however many calls come meanwhile (every ping, inspect or new lock client
-   * would add listeners to the application's client, each keeping a closed lock
-   * client alive, for as long as the node stays down); `close()` ends it.
+   * Waits for a client passed in to be ready (or to end, or until CONNECT_WAIT
+   * after the first wait began): one wait however many calls come meanwhile
+   * (every ping, inspect or new lock client would add listeners to the
+   * application's client, each keeping a closed lock client alive, for as long
+   * as the node stays down); `close()` ends it.
    */
   private waitForReady(checked: () => Promise<boolean>): Promise<boolean> {
     if (this.readyWait) return this.readyWait.promise;
