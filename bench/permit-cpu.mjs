@@ -78,6 +78,9 @@ const serverState = async () => {
   return { cpu, commands };
 };
 
+/** Node options for every worker (BENCH_WORKER_ARGS, as in workers.mjs: `--cpu-prof` for a profile per worker). */
+const execArgv = process.env.BENCH_WORKER_ARGS?.split(' ') ?? [];
+
 async function round(lib) {
   const workers = Array.from({ length: PROCESSES }, () =>
     lib === BASELINE_ROW
@@ -86,9 +89,10 @@ async function round(lib) {
           ['worker', JSON.stringify({ lib: 'nest-redlock semaphore', urls: fleet.urls, permits: LIMIT })],
           {
             env: { ...process.env, BENCH_NEST_REDLOCK: pathToFileURL(resolve(BASELINE, 'core/index.js')).href },
+            execArgv,
           },
         )
-      : fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })]),
+      : fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })], { execArgv }),
   );
   const next = (w) => new Promise((resolve, reject) => (w.once('message', resolve), w.once('exit', reject)));
   await Promise.all(workers.map(next));

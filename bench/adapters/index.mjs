@@ -207,29 +207,40 @@ function tickBatch(c, args) {
 /**
  * The raw round over clients of one library: `open(urls)` makes them, `close(clients)`
  * closes them, and `commands` sends SET NX PX, EVALSHA and SCRIPT LOAD through them.
+ * With `floor` (ioredis clients only), the acquire and the release are that floor's
+ * scripts instead (see FLOORS).
  */
-function rawRound(open, close, commands) {
+function rawRound(open, close, commands, floor) {
   return async (urls, { wait }) => {
     const clients = await open(urls);
     const quorum = Math.floor(urls.length / 2) + 1;
-    const lua = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+    const lua = floor?.release ?? `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
     let shas;
+    let acquireShas;
     const del = (key, value) =>
       atQuorum(
-        clients.map((c, i) => commands.evalsha(c, shas[i], key, value)),
+        clients.map((c, i) => (floor ? c.evalsha(shas[i], 2, key, `queue:${key}`, value) : commands.evalsha(c, shas[i], key, value))),
         quorum,
         () => true,
       );
+    // The fencing floor, as nest-redlock sends it: the acquiring client's clock in µs.
+    const set = floor
+      ? (c, i, key, value, ttl) =>
+          c.evalsha(acquireShas[i], 3, key, `fence:${key}`, `queue:${key}`, value, ttl, Date.now() * 1000, FENCE_RETENTION)
+      : (c, i, key, value, ttl) => commands.set(c, key, value, ttl);
     return {
-      ready: async () => (shas = await Promise.all(clients.map((c) => commands.load(c, lua)))),
+      ready: async () => {
+        shas = await Promise.all(clients.map((c) => commands.load(c, lua)));
+        if (floor) acquireShas = await Promise.all(clients.map((c) => commands.load(c, floor.acquire)));
+      },
       async acquire(key, ttl) {
         for (let attempts = 1; ; attempts++) {
           const value = randomBytes(20).toString('base64url');
           if (
             await atQuorum(
-              clients.map((c) => commands.set(c, key, value, ttl)),
+              clients.map((c, i) => set(c, i, key, value, ttl)),
               quorum,
-              (r) => r === 'OK',
+              (r) => r === 'OK' || r > 0,
             )
           )
             return { key, value, attempts };
@@ -246,6 +257,48 @@ function rawRound(open, close, commands) {
     };
   };
 }
+
+/** nest-redlock's default fencing retention (7 days), ms. */
+const FENCE_RETENTION = 7 * 24 * 3600 * 1000;
+
+/**
+ * What the wire costs a lock with nest-redlock's features, uncontended, with no
+ * library around it: the least each feature needs on a node, in one script per
+ * node and call (KEYS: lock, fence counter, queue; ARGV: value, ttl, fencing
+ * floor, retention). No command without a script raises a counter to at least
+ * a floor together with a SET NX (ZADD GT comes closest, in a MULTI: five
+ * commands per node), so a fenced lock starts from a script.
+ * - `script`: SET NX PX inside a script, nothing else: what running any script costs.
+ * - `fencing`: that, and the counter raised to the floor (SET .. GET), one more
+ *   write only when the counter was already at or above it.
+ * - `fencing and fair waiting`: that, and a free key given up when a waiter is queued
+ *   (one ZRANGE); the release peeks at the queue too, as a hand-over must.
+ */
+const TAKE = `if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end`;
+// A free key given up to a queued waiter.
+const YIELD = `if redis.call('ZRANGE', KEYS[3], 0, 0)[1] then
+  redis.call('DEL', KEYS[1])
+  return 0
+end`;
+// The counter raised to the floor (or one above itself), its value the token.
+const FENCE = `local floor = tonumber(ARGV[3])
+local c = tonumber(redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4], 'GET') or '0')
+if c >= floor then
+  redis.call('SET', KEYS[2], string.format('%.0f', c + 1), 'PX', ARGV[4])
+  return c + 1
+end
+return floor`;
+const FLOORS = {
+  script: { acquire: `${TAKE}\nreturn 1` },
+  fencing: { acquire: `${TAKE}\n${FENCE}` },
+  'fencing and fair waiting': {
+    acquire: `${TAKE}\n${YIELD}\n${FENCE}`,
+    release: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] then return 2 end
+return 1`,
+  },
+};
 
 /**
  * The floor of a fair lock: the least a quorum lock that serves its waiters in
@@ -469,6 +522,18 @@ export const adapters = {
       load: (c, lua) => c.script('LOAD', lua),
     }),
   },
+
+  // Speed scenarios only: what the wire costs each of nest-redlock's features (see FLOORS).
+  ...Object.fromEntries(
+    Object.entries(FLOORS).map(([name, floor]) => [
+      `raw (floor: ${name})`,
+      {
+        waits: 'as raw',
+        variant: 'speed',
+        create: rawRound(clientsFor, closeAll, { load: (c, lua) => c.script('LOAD', lua) }, floor),
+      },
+    ]),
+  ),
 
   // Contention only: the floor of a lock that hands the lock on to another process (see rawFair).
   'raw (fair hand-off)': {
