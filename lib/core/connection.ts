@@ -60,8 +60,11 @@ export interface LockConnection {
    * turn): the operators' listing walks each from cursor '0' until it is '0' again.
    */
   scanners(): readonly ScanStep[];
-  /** `INFO server` (the restart guard reads the run id and uptime). */
-  info(): Promise<string>;
+  /**
+   * `INFO server` (the restart guard reads the run id and uptime), or another
+   * section: `memory` (the eviction check reads the memory limit and policy).
+   */
+  info(section?: 'server' | 'memory'): Promise<string>;
   ping(): Promise<string>;
 
   /**

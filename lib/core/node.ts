@@ -178,6 +178,40 @@ export class LockNode {
   }
 
   /**
+   * Calls `onRisk` when the server may evict keys before their ttl: a memory
+   * limit (`maxmemory`) with any policy but `noeviction`. Every `volatile-*`
+   * policy evicts keys that have a ttl, which every lock key has (`volatile-ttl`
+   * the shortest-lived first): a lock key evicted lets another holder in on that
+   * node, with no crash or clock at fault. Read from `INFO memory` at each
+   * connection (a failover's new primary may be set up otherwise); told once
+   * per setting. A refused INFO says nothing here (the restart guard reports it).
+   */
+  watchEviction(onRisk: (node: LockNode, message: string) => void): () => void {
+    let told = '';
+    const check = () => {
+      this.connection.info('memory').then(
+        (info) => {
+          const limit = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
+          const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+          const setting = limit > 0 && policy && policy !== 'noeviction' ? `maxmemory-policy ${policy}, maxmemory ${limit} bytes` : '';
+          if (setting && setting !== told) {
+            onRisk(
+              this,
+              `${this.label} may evict lock keys before their ttl under memory pressure (${setting}): ` +
+                'an evicted lock lets a second holder in. Set maxmemory-policy noeviction on the lock nodes',
+            );
+          }
+          told = setting;
+        },
+        () => undefined,
+      );
+    };
+    const off = this.connection.on('ready', check);
+    if (this.connection.isReady) check();
+    return off;
+  }
+
+  /**
    * Starts connecting a lazy client. Resolves true once it is ready, false when
    * its first connection failed; a user's client is never waited for.
    */

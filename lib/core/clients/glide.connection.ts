@@ -112,8 +112,8 @@ export class GlideConnection implements LockConnection {
     return glideScanners((args, options) => this.command(args, options), this.isCluster, AS_STRINGS);
   }
 
-  info(): Promise<string> {
-    return this.command(['INFO', 'server'], this.#anyNode).then(String);
+  info(section: 'server' | 'memory' = 'server'): Promise<string> {
+    return this.command(['INFO', section], this.#anyNode).then(String);
   }
 
   ping(): Promise<string> {

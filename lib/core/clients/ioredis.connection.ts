@@ -175,8 +175,8 @@ export class IoredisConnection implements LockConnection {
     });
   }
 
-  info(): Promise<string> {
-    return this.#client.info('server');
+  info(section: 'server' | 'memory' = 'server'): Promise<string> {
+    return this.#client.info(section);
   }
 
   ping(): Promise<string> {

@@ -177,8 +177,8 @@ export class NodeRedisConnection implements LockConnection {
     });
   }
 
-  info(): Promise<string> {
-    return this.#send(undefined, ['INFO', 'server']).then(String);
+  info(section: 'server' | 'memory' = 'server'): Promise<string> {
+    return this.#send(undefined, ['INFO', section]).then(String);
   }
 
   ping(): Promise<string> {
