@@ -1,4 +1,3 @@
-import type { LockConnection } from './connection.js';
 import type { LockNode } from './node.js';
 import { broadcast } from './round.js';
 
@@ -18,17 +17,9 @@ export interface NodeHealth {
 
 const roundMs = (ms: number) => Math.round(ms * 10) / 10;
 
-/**
- * A command's failure on a connection that is not ready, said as such first:
- * ioredis says "Stream isn't writeable" for a node it is reconnecting to.
- */
-export function explained(connection: LockConnection, error: Error): Error {
-  return connection.isReady ? error : new Error(`not connected (${connection.state}): ${error.message}`);
-}
-
-const ping = ({ connection }: LockNode): Promise<string> =>
-  connection.ping().catch((error: Error) => {
-    throw explained(connection, error);
+const ping = (node: LockNode): Promise<string> =>
+  node.connection.ping().catch((error: Error) => {
+    throw node.explain(error);
   });
 
 /**

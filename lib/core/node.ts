@@ -4,6 +4,7 @@ import { connectionFor, type NodeSpec } from './clients/connection-for.js';
 import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
 import { NoscriptTooLateError, type Call, type Script } from './script.js';
 import { CONNECT_WAIT } from './node-watch.js';
+import { withoutCredentials } from './log-safe.js';
 
 /** Ms after a failed restart check (not a refusal) before the next, while connected. */
 const RECHECK_AFTER = 200;
@@ -49,6 +50,8 @@ export class LockNode {
   private onHung: ((silentFor: number) => void) | undefined;
   /** A client passed in: it reported an error since it was last ready (a node down, a wrong password). */
   private failing = false;
+  /** The connection's last error since it was last ready (a refused connect, a wrong password), log-safe. */
+  private lastError: string | undefined;
   /** A client passed in: it was ready once since this node was made. */
   private wasReady = false;
   /** A client passed in: when the first wait for it began (performance.now()). */
@@ -74,6 +77,8 @@ export class LockNode {
     };
     this.listen('ready', load);
     if (connection.isReady) load();
+    this.listeners.push(connection.on('error', (error) => (this.lastError = withoutCredentials(String(error?.message ?? error)))));
+    this.listen('ready', () => (this.lastError = undefined));
     if (!owned) {
       this.wasReady = connection.isReady;
       this.listeners.push(connection.on('error', () => (this.failing = true)));
@@ -284,6 +289,18 @@ export class LockNode {
     return false;
   }
 
+  /**
+   * A command's failure on a connection that is not ready, said as such first,
+   * with the connection's last error: the client's own words name only the
+   * symptom (ioredis: "Stream isn't writeable" for a node it is reconnecting
+   * to), where the last error says why (a wrong password, a refused connect).
+   */
+  explain(error: Error): Error {
+    if (this.connection.isReady || error.message.startsWith('not connected (')) return error;
+    const why = this.lastError && !error.message.includes(this.lastError) ? `; last error: ${this.lastError}` : '';
+    return new Error(`not connected (${this.connection.state}${why}): ${error.message}`);
+  }
+
   /** Calls `listener` when the node is first found hung (see `isStalled`), once until it answers again. */
   watchHung(listener: (silentFor: number) => void): void {
     this.onHung = listener;
@@ -307,7 +324,7 @@ export class LockNode {
       this.pending.delete(settle);
       if (this.pending.size === 0) this.hung = false;
       if (error instanceof NoscriptTooLateError) this.reloadScripts();
-      done(error, reply);
+      done(error instanceof Error && !this.connection.isReady ? this.explain(error) : error, reply);
     };
     this.pending.set(settle, performance.now());
     if (this.firstReady && !this.connection.isReady) {

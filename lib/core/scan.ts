@@ -1,5 +1,4 @@
 import type { ScanStep } from './connection.js';
-import { explained } from './node-health.js';
 import type { LockNode } from './node.js';
 
 /** Keys asked for per SCAN call: a hint to the server, which visits about this many per call. */
@@ -32,7 +31,7 @@ export async function scanNode(node: LockNode, bounds: ScanBounds): Promise<Scan
       if (!(await scanServer(step, bounds, keys, budget))) return { keys: [...keys], complete: false };
     }
   } catch (error) {
-    throw error instanceof Error ? explained(node.connection, error) : error;
+    throw error instanceof Error ? node.explain(error) : error;
   }
   return { keys: [...keys], complete: true };
 }

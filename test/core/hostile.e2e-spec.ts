@@ -83,15 +83,46 @@ describe('secrets', () => {
       onEvent: (e) => events.push(e),
     });
     const error = await wrong.acquire('with-auth', 5000).catch((e: Error) => e);
+    // The health check says why, not only that the connection is not writeable.
+    const health = await wrong.ping();
     await wrong.close();
+    expect(health.map((node) => node.error)).toEqual(health.map(() => expect.stringMatching(/WRONGPASS/)));
     expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
     const nodeErrors = events.filter((e) => e.type === 'node-error');
     expect(nodeErrors.length).toBeGreaterThan(0);
     // The node is named, the failure said, the password never shown.
     expect(nodeErrors[0]).toMatchObject({ node: expect.stringMatching(/^127\.0\.0\.1:\d+\/0$/) });
     expect(JSON.stringify(nodeErrors)).toMatch(/WRONGPASS|invalid/i);
-    const haystack = JSON.stringify(events) + String(error) + inspect(error, { depth: 6 });
+    const haystack = JSON.stringify(events) + String(error) + inspect(error, { depth: 6 }) + JSON.stringify(health);
     expect(haystack).not.toContain('wrong-secret-y');
+  });
+
+  it('says a rotated password is why a node it was connected to fails now', async () => {
+    const redlock = new Redlock({
+      nodes: secured.urls.map((u) => u.replace('redis://', 'redis://:pa55-word-x@')),
+      retryCount: 0,
+      nodeTimeout: TEST_NODE_TIMEOUT,
+    });
+    const admins = secured.urls.map((u) => new Redis(u, { password: 'pa55-word-x' }));
+    try {
+      await (await redlock.acquire('rotated', 5000)).release();
+      // The servers' password changes; connections made before keep theirs until they drop.
+      for (const admin of admins) {
+        await admin.config('SET', 'requirepass', 'n3w-pa55-z');
+        await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      }
+      await until(
+        async () => (await redlock.ping()).every((node) => /WRONGPASS/.test(node.error ?? '')),
+        'every node down for its password',
+      );
+      const error = (await redlock.acquire('rotated', 5000).catch((e: unknown) => e)) as Error;
+      expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+      expect(error.message).toMatch(/WRONGPASS/);
+      expect(error.message + JSON.stringify(await redlock.ping())).not.toMatch(/pa55/);
+    } finally {
+      await Promise.all(admins.map((admin) => admin.config('SET', 'requirepass', 'pa55-word-x').finally(() => admin.disconnect())));
+      await redlock.close();
+    }
   });
 });
 
