@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, Locked, RedlockModule } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { until } from '../support/until.js';
 
 let fleet: RedisFleet;
 let probe: Redis;
@@ -35,9 +36,19 @@ const redlock = (prefix: string) =>
   RedlockModule.forRootAsync({ useFactory: () => ({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, prefix }) });
 
 /** The prefixes under which `resource` is locked on the first node right now. */
+/**
+ * The prefixes under which `resource` is locked, read on one node while the lock is held.
+ * The lock was taken once a quorum said yes: this node's SET may still be on its way (on
+ * another connection than the probe's), so an empty answer is read again for a while.
+ */
 async function lockedUnder(resource: string, prefixes: string[]): Promise<string[]> {
-  const found = await Promise.all(prefixes.map((p) => probe.exists(`${p}lock:${resource}`)));
-  return prefixes.filter((_, i) => found[i] === 1);
+  const read = async () => {
+    const found = await Promise.all(prefixes.map((p) => probe.exists(`${p}lock:${resource}`)));
+    return prefixes.filter((_, i) => found[i] === 1);
+  };
+  let under: string[] = [];
+  await until(async () => (under = await read()).length > 0, `a lock on ${resource}`, 1000).catch(() => undefined);
+  return under;
 }
 
 async function start(root: new () => unknown): Promise<INestApplicationContext> {
