@@ -202,7 +202,7 @@ export class LockNode {
           if (setting && setting !== told) {
             onRisk(
               this,
-              `${this.label} may evict lock keys before their ttl under memory pressure (${setting}): ` +
+              `may evict lock keys before their ttl under memory pressure (${setting}): ` +
                 'an evicted lock lets a second holder in. Set maxmemory-policy noeviction on the lock nodes',
             );
           }
