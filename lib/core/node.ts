@@ -48,8 +48,6 @@ export class LockNode {
   /** Found hung, and not answered everything since (see `isStalled`). */
   private hung = false;
   private onHung: ((silentFor: number) => void) | undefined;
-  /** A client passed in: it reported an error since it was last ready (a node down, a wrong password). */
-  private failing = false;
   /** The connection's last error since it was last ready (a refused connect, a wrong password), log-safe. */
   private lastError: string | undefined;
   /** A client passed in: it was ready once since this node was made. */
@@ -81,11 +79,7 @@ export class LockNode {
     this.listen('ready', () => (this.lastError = undefined));
     if (!owned) {
       this.wasReady = connection.isReady;
-      this.listeners.push(connection.on('error', () => (this.failing = true)));
-      this.listen('ready', () => {
-        this.failing = false;
-        this.wasReady = true;
-      });
+      this.listen('ready', () => (this.wasReady = true));
     }
     if (owned) {
       // Until the first connection is up, wait for it instead of failing at once
@@ -234,7 +228,7 @@ export class LockNode {
       // first wait's time to connect, counts as down now: every call waited CONNECT_WAIT for it.
       // Failing in its first connection (a server still starting), it is waited for as before.
       const hadItsChance = this.wasReady || (this.firstWaitAt !== undefined && performance.now() - this.firstWaitAt >= CONNECT_WAIT);
-      if (this.failing && hadItsChance) return Promise.resolve(false);
+      if (this.lastError !== undefined && hadItsChance) return Promise.resolve(false);
       this.firstWaitAt ??= performance.now();
       return this.waitForReady(checked);
     }
@@ -294,10 +288,14 @@ export class LockNode {
    * with the connection's last error: the client's own words name only the
    * symptom (ioredis: "Stream isn't writeable" for a node it is reconnecting
    * to), where the last error says why (a wrong password, a refused connect).
+   * An adapter's refusal of a command while a client passed in reconnects
+   * (`not connected (reconnecting)`) gets the last error inside its parentheses.
    */
   explain(error: Error): Error {
-    if (this.connection.isReady || error.message.startsWith('not connected (')) return error;
+    if (this.connection.isReady) return error;
     const why = this.lastError && !error.message.includes(this.lastError) ? `; last error: ${this.lastError}` : '';
+    const refused = /^not connected \(([^)]*)\)/.exec(error.message);
+    if (refused) return why ? new Error(`not connected (${refused[1]}${why})${error.message.slice(refused[0].length)}`) : error;
     return new Error(`not connected (${this.connection.state}${why}): ${error.message}`);
   }
 

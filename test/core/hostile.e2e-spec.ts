@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { ConsoleLogger } from '@nestjs/common';
 import { inspect } from 'node:util';
-import { LockService, Redlock, type LockEvent } from '../../lib/index.js';
+import { LockService, Redlock, type LockEvent, type NodeReport, type QuorumUnreachableError } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { onEveryNode } from '../support/node-stats.js';
@@ -97,12 +97,14 @@ describe('secrets', () => {
     expect(haystack).not.toContain('wrong-secret-y');
   });
 
-  it('says a rotated password is why a node it was connected to fails now', async () => {
-    const redlock = new Redlock({
-      nodes: secured.urls.map((u) => u.replace('redis://', 'redis://:pa55-word-x@')),
-      retryCount: 0,
-      nodeTimeout: TEST_NODE_TIMEOUT,
-    });
+  it.each([
+    ['connections it opens from URLs', () => secured.urls.map((u) => u.replace('redis://', 'redis://:pa55-word-x@'))],
+    // An application's own clients keep their offline queue: the adapter refuses lock commands while they reconnect.
+    ["the application's clients", () => secured.urls.map((u) => new Redis(u, { password: 'pa55-word-x' }))],
+  ])('says a rotated password is why a node it was connected to fails now, over %s', async (_label, nodesOf) => {
+    const nodes = nodesOf();
+    const events: LockEvent[] = [];
+    const redlock = new Redlock({ nodes, retryCount: 0, nodeTimeout: TEST_NODE_TIMEOUT, onEvent: (e) => events.push(e) });
     const admins = secured.urls.map((u) => new Redis(u, { password: 'pa55-word-x' }));
     try {
       await (await redlock.acquire('rotated', 5000)).release();
@@ -111,17 +113,28 @@ describe('secrets', () => {
         await admin.config('SET', 'requirepass', 'n3w-pa55-z');
         await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
       }
-      await until(
-        async () => (await redlock.ping()).every((node) => /WRONGPASS/.test(node.error ?? '')),
-        'every node down for its password',
-      );
-      const error = (await redlock.acquire('rotated', 5000).catch((e: unknown) => e)) as Error;
-      expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
-      expect(error.message).toMatch(/WRONGPASS/);
-      expect(error.message + JSON.stringify(await redlock.ping())).not.toMatch(/pa55/);
+      // Every node has failed to log in again since (the node keeps that error before the event is emitted).
+      await until(() => {
+        const failed = new Set(events.flatMap((e) => (e.type === 'node-error' && /WRONGPASS/.test(e.message) ? [e.node] : [])));
+        return failed.size === nodes.length;
+      }, 'every node down for its password');
+      // Whether a node's client refuses the command between connections or fails it on its next
+      // login, the node's error says why; a command still queued when the node timeout ends has none.
+      const reports: NodeReport[] = [];
+      for (let i = 0; i < 5; i++) {
+        const error = (await redlock.acquire('rotated', 5000).catch((e: unknown) => e)) as QuorumUnreachableError;
+        expect(error).toMatchObject({ code: 'QUORUM_UNREACHABLE' });
+        reports.push(...error.attempts.flatMap((attempt) => attempt.nodes));
+        expect(error.message + JSON.stringify(error.attempts)).not.toMatch(/pa55/);
+      }
+      const errors = reports.filter((report) => report.outcome === 'error').map((report) => report.error);
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors).toEqual(errors.map(() => expect.stringMatching(/WRONGPASS/)));
+      expect(JSON.stringify(await redlock.ping())).not.toMatch(/pa55/);
     } finally {
       await Promise.all(admins.map((admin) => admin.config('SET', 'requirepass', 'pa55-word-x').finally(() => admin.disconnect())));
       await redlock.close();
+      for (const node of nodes) if (typeof node !== 'string') node.disconnect();
     }
   });
 });
