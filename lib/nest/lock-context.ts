@@ -29,9 +29,20 @@ export const lockScope = new AsyncLocalStorage<LockScope>();
 export type AskedKind = Pick<AcquireOptions, 'limit' | 'mode'>;
 
 /**
+ * A re-entrant call's place in its chain: the lock it runs under, and every
+ * lock of the chain that holds one of its resources.
+ */
+export interface Reentry {
+  /** The lock the call is given (its `current()`): the innermost that holds every resource, else the innermost owner. */
+  readonly lock: Lock;
+  /** The locks that hold its resources: each one is kept until the call settled (see `runNested`). */
+  readonly owners: readonly Lock[];
+}
+
+/**
  * The lock of this call chain that already holds every resource (a re-entrant
  * call), innermost first; when they are spread over several locks, the
- * innermost of those. `undefined` when some resource is not held here.
+ * innermost of those, with them all as the owners. `undefined` when some resource is not held here.
  * Throws `LockKindMismatchError` when a lock that holds one of them is not what
  * the call asks for (`asked`): running under it would break the exclusion the
  * call relies on (a write inside a read lock would run beside other readers, a
@@ -39,14 +50,15 @@ export type AskedKind = Pick<AcquireOptions, 'limit' | 'mode'>;
  * serves a read; a read lock is not upgraded (waiting for the write lock would
  * wait for this very chain's read lock).
  */
-export function heldInScope(resources: readonly string[], locks = heldLocks(), asked: AskedKind = {}): Lock | undefined {
+export function heldInScope(resources: readonly string[], locks = heldLocks(), asked: AskedKind = {}): Reentry | undefined {
   const held = locks.filter((lock) => lock.isHeld && !ending.has(lock));
   const covering = held.findLast((lock) => resources.every((r) => lock.resources.includes(r)));
-  if (covering) return checkedKind(covering, resources, asked);
+  if (covering) return { lock: checkedKind(covering, resources, asked), owners: [covering] };
   const owners = resources.map((r) => held.findLast((lock) => lock.resources.includes(r)));
   if (owners.some((lock) => !lock)) return undefined;
   for (const owner of owners) checkedKind(owner!, resources, asked);
-  return held.findLast((lock) => owners.includes(lock));
+  // Counted on each: released when only the innermost's holder ended, an outer one would leave a resource unheld under it.
+  return { lock: held.findLast((lock) => owners.includes(lock))!, owners: [...new Set(owners as Lock[])] };
 }
 
 /** `lock`, if a call asking for `asked` may run under it; else the typed refusal, thrown. */
@@ -86,15 +98,19 @@ export function withLock<T>(lock: Lock, fn: () => T, outer = heldLocks()): T {
 const nestedRuns = new WeakMap<Lock, { running: number; settled: Promise<void>; settle: () => void }>();
 
 /**
- * Runs a re-entrant call under `lock`, counted until its result settles: a
- * promise or thenable (then given back as a promise, so that it runs once),
- * or an Observable (from subscription to its end).
+ * Runs a re-entrant call under its owners (see `heldInScope`), counted on each
+ * until its result settles: a promise or thenable (then given back as a
+ * promise, so that it runs once), or an Observable (from subscription to its end).
  */
-export function runNested(lock: Lock, call: () => unknown): unknown {
+export function runNested({ owners }: Reentry, call: () => unknown): unknown {
   const result = call();
+  const enter = () => {
+    const leaves = owners.map(enterNested);
+    return () => leaves.forEach((leave) => leave());
+  };
   if (isObservable(result)) {
     return new Observable<unknown>((subscriber) => {
-      const leave = enterNested(lock);
+      const leave = enter();
       const inner = result.subscribe(subscriber);
       return () => {
         inner.unsubscribe();
@@ -103,7 +119,7 @@ export function runNested(lock: Lock, call: () => unknown): unknown {
     });
   }
   if (!isThenable(result)) return result;
-  const leave = enterNested(lock);
+  const leave = enter();
   const settled = Promise.resolve(result);
   settled.then(leave, leave);
   return settled;

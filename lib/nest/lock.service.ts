@@ -106,7 +106,7 @@ export class LockService {
     if (held.length > 0) {
       // Checked here only when nested: a nested call may run without the client, which checks them.
       const outer = heldInScope(names, held, checkAcquireOptions(options));
-      if (outer) return runNested(outer, () => fn(outer)) as Promise<T> | T;
+      if (outer) return runNested(outer, () => fn(outer.lock)) as Promise<T> | T;
     }
     // Released once the calls `fn` started under the lock and left running have settled too.
     return this.client.using(

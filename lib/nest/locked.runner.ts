@@ -2,7 +2,7 @@ import { BadRequestException } from '@nestjs/common';
 import { from, isObservable, mergeMap, Observable, of, throwError, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, isThenable, requestFor, runNested, withLock } from './lock-context.js';
+import { heldInScope, heldLocks, isThenable, requestFor, runNested, withLock, type Reentry } from './lock-context.js';
 import { afterPipes, resolveKey, type LockKeyContext, type RouteArgs } from './lock-key.js';
 import { resolveBusy, type ResolvedBusy } from './busy.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -132,7 +132,7 @@ export function failedCall(metadata: LockedMetadata, error: unknown): unknown {
  */
 function runLocking(locked: LockedCall, mapError?: (error: unknown) => unknown): unknown {
   const { limit, mode } = locked.metadata.options;
-  let held: Lock | undefined;
+  let held: Reentry | undefined;
   try {
     held = heldInScope(locked.resources, locked.outer, { limit, mode });
   } catch (error) {

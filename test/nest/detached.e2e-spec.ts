@@ -215,6 +215,28 @@ describe('a call started under a lock and not awaited keeps the lock until it se
     expect(outer!.isHeld).toBe(false);
   });
 
+  it("a call on resources spread over two of the chain's locks keeps both until it settles, the outer one too", async () => {
+    const locks = app.get(LockService);
+    const door = new Door();
+    const nested: Promise<unknown>[] = [];
+    // The inner holder does not wait for the nested call; the outer one returns once it runs.
+    const outer = locks.using('spread:a', 5000, async () => {
+      void locks.using('spread:b', 5000, async () => {
+        nested.push(locks.using(['spread:a', 'spread:b'], 5000, () => door.pass()));
+      });
+      await door.isReached;
+    });
+    await door.isReached;
+    // Let go of under the nested call, the outer lock would be released in moments.
+    await Promise.race([outer, new Promise((resolve) => setTimeout(resolve, 500))]);
+    const taken = await Promise.all(['spread:a', 'spread:b'].map((resource) => locks.tryAcquire(resource, 1000)));
+    for (const lock of taken) await lock?.release();
+    expect(taken).toEqual([null, null]);
+    door.openNow();
+    await Promise.all([outer, ...nested]);
+    expect(door.most).toBe(1);
+  });
+
   it('a call started after a lockAtLeastFor run returned does not run under the keys left to expire: it is busy', async () => {
     const payments = app.get(Payments);
     await payments.brief('1');

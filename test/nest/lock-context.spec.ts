@@ -12,28 +12,35 @@ const lock = (resources: string[], isHeld = true, kind: { limit?: number; mode?:
 describe('heldInScope', () => {
   it('is the lock that holds every resource asked for (a re-entrant call)', () => {
     const outer = lock(['order:1', 'stock:1']);
-    expect(heldInScope(['order:1'], [outer])).toBe(outer);
-    expect(heldInScope(['stock:1', 'order:1'], [outer])).toBe(outer);
+    expect(heldInScope(['order:1'], [outer])?.lock).toBe(outer);
+    expect(heldInScope(['stock:1', 'order:1'], [outer])?.lock).toBe(outer);
   });
 
   it('is the innermost of several locks that each hold them all', () => {
     const outer = lock(['a', 'b']);
     const inner = lock(['a', 'b', 'c']);
-    expect(heldInScope(['a', 'b'], [outer, inner])).toBe(inner);
+    expect(heldInScope(['a', 'b'], [outer, inner])?.lock).toBe(inner);
   });
 
   it('prefers a lock covering them all over an inner one covering some', () => {
     const outer = lock(['a', 'b']);
     const inner = lock(['a']);
-    expect(heldInScope(['a', 'b'], [outer, inner])).toBe(outer);
+    expect(heldInScope(['a', 'b'], [outer, inner])?.lock).toBe(outer);
   });
 
   it('with the resources spread over several locks, is the innermost of those', () => {
     const first = lock(['a']);
     const second = lock(['b']);
     const unrelated = lock(['z']);
-    expect(heldInScope(['a', 'b'], [first, second, unrelated])).toBe(second);
-    expect(heldInScope(['b', 'a'], [second, first])).toBe(first);
+    expect(heldInScope(['a', 'b'], [first, second, unrelated])?.lock).toBe(second);
+    expect(heldInScope(['b', 'a'], [second, first])?.lock).toBe(first);
+  });
+
+  it('counts a call on resources spread over several locks on each of them, once', () => {
+    const first = lock(['a']);
+    const second = lock(['b', 'c']);
+    expect(heldInScope(['a', 'b', 'c'], [first, second, lock(['z'])])?.owners).toEqual([first, second]);
+    expect(heldInScope(['b', 'c'], [first, second])?.owners).toEqual([second]);
   });
 
   it('is undefined when some resource is not held in this chain', () => {
@@ -45,7 +52,7 @@ describe('heldInScope', () => {
     const lost = lock(['a'], false);
     expect(heldInScope(['a'], [lost])).toBeUndefined();
     const outer = lock(['a']);
-    expect(heldInScope(['a'], [outer, lost])).toBe(outer);
+    expect(heldInScope(['a'], [outer, lost])?.lock).toBe(outer);
   });
 });
 
@@ -54,12 +61,12 @@ describe('heldInScope, by kind', () => {
 
   it('re-enters a lock of the kind asked; a write lock serves a read', () => {
     const permit = lock(['pool'], true, { limit: 3 });
-    expect(heldInScope(['pool'], [permit], { limit: 3 })).toBe(permit);
+    expect(heldInScope(['pool'], [permit], { limit: 3 })?.lock).toBe(permit);
     const writer = lock(['catalog'], true, { mode: 'write' });
-    expect(heldInScope(['catalog'], [writer], { mode: 'read' })).toBe(writer);
-    expect(heldInScope(['catalog'], [writer], { mode: 'write' })).toBe(writer);
+    expect(heldInScope(['catalog'], [writer], { mode: 'read' })?.lock).toBe(writer);
+    expect(heldInScope(['catalog'], [writer], { mode: 'write' })?.lock).toBe(writer);
     const reader = lock(['catalog'], true, { mode: 'read' });
-    expect(heldInScope(['catalog'], [reader], { mode: 'read' })).toBe(reader);
+    expect(heldInScope(['catalog'], [reader], { mode: 'read' })?.lock).toBe(reader);
   });
 
   it('refuses, typed, a write inside a read lock (no upgrade), and any other kind', () => {
@@ -103,8 +110,8 @@ describe('the call chain (AsyncLocalStorage)', () => {
       await withLock(inner, async () => {
         await new Promise((resolve) => setImmediate(resolve));
         expect(heldLocks()).toEqual([outer, inner]);
-        expect(heldInScope(['a', 'b'])).toBe(inner);
-        expect(heldInScope(['a'])).toBe(outer);
+        expect(heldInScope(['a', 'b'])?.lock).toBe(inner);
+        expect(heldInScope(['a'])?.lock).toBe(outer);
       });
       expect(heldLocks()).toEqual([outer]);
     });
