@@ -85,7 +85,12 @@ export function heldLocks(): readonly Lock[] {
 
 /** Runs `fn` with `lock` added to the chain's locks (after `outer`, the chain's locks by default); the request is not passed on. */
 export function withLock<T>(lock: Lock, fn: () => T, outer = heldLocks()): T {
-  return lockScope.run({ locks: [...outer, lock] }, fn);
+  return withLocks([...outer, lock], fn);
+}
+
+/** Runs `fn` with `locks` as the chain's locks (a call made in a chain, run later: a stream subscribed elsewhere). */
+export function withLocks<T>(locks: readonly Lock[], fn: () => T): T {
+  return lockScope.run({ locks }, fn);
 }
 
 /**

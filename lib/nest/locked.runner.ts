@@ -1,8 +1,8 @@
 import { BadRequestException } from '@nestjs/common';
-import { from, isObservable, mergeMap, Observable, of, throwError, type Subscriber, type Subscription } from 'rxjs';
+import { defer, from, isObservable, mergeMap, Observable, of, throwError, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidArgumentError, ResourceBusyError, type Lock } from '../core/index.js';
 import { validateResources } from '../core/layers.js';
-import { heldInScope, heldLocks, isThenable, requestFor, runNested, withLock, type Reentry } from './lock-context.js';
+import { heldInScope, heldLocks, isThenable, requestFor, runNested, withLock, withLocks, type Reentry } from './lock-context.js';
 import { afterPipes, resolveKey, type LockKeyContext, type RouteArgs } from './lock-key.js';
 import { resolveBusy, type ResolvedBusy } from './busy.js';
 import type { LockedMetadata } from './locked.metadata.js';
@@ -132,14 +132,29 @@ export function failedCall(metadata: LockedMetadata, error: unknown): unknown {
  */
 function runLocking(locked: LockedCall, mapError?: (error: unknown) => unknown): unknown {
   const { limit, mode } = locked.metadata.options;
-  let held: Reentry | undefined;
-  try {
-    held = heldInScope(locked.resources, locked.outer, { limit, mode });
-  } catch (error) {
-    return mapError ? throwError(() => mapError(error)) : Promise.reject(error);
+  const reentry = (): Reentry | undefined => heldInScope(locked.resources, locked.outer, { limit, mode });
+  if (!mapError) {
+    let held: Reentry | undefined;
+    try {
+      held = reentry();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return held ? runNested(held, locked.call) : lockedPromise(locked);
   }
-  if (held) return runNested(held, locked.call);
-  return mapError ? lockedStream(locked, mapError) : lockedPromise(locked);
+  // A stream runs when subscribed, so the chain's lock is looked for then: made under a holder and
+  // subscribed once the holder's call ended, it would otherwise run under a lock on its way out.
+  return defer(() => {
+    let held: Reentry | undefined;
+    try {
+      held = reentry();
+    } catch (error) {
+      return throwError(() => mapError(error));
+    }
+    if (!held) return lockedStream(locked, mapError);
+    const result = withLocks(locked.outer, () => runNested(held, locked.call));
+    return isObservable(result) || isThenable(result) ? result : of(result);
+  });
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   ResourceBusyError,
   RedlockModule,
   type Lock,
+  type RedlockEvent,
   type LockReleasedEvent,
 } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
@@ -60,6 +61,16 @@ class Jobs {
   @Locked('feed', 2000)
   feed(): Observable<number> {
     return this.feedSource.asObservable();
+  }
+
+  readonly laterSource = new Subject<number>();
+  /** The lock `laterFeed`'s body ran under. */
+  laterLock: Lock | undefined;
+
+  @Locked('later-feed', 2000)
+  laterFeed(): Observable<number> {
+    this.laterLock = this.locks.current();
+    return this.laterSource.asObservable();
   }
 
   @Locked('undeclared-feed', 2000)
@@ -284,6 +295,30 @@ describe('Observable provider methods', () => {
     const after = await locks.tryAcquire('feed', 1000);
     expect(after).not.toBeNull();
     await after!.release();
+  });
+
+  it('made under a lock on their resource and subscribed once it was released, take a lock of their own', async () => {
+    let feed!: Observable<number>;
+    await locks.using('later-feed', 2000, async () => {
+      feed = jobs.laterFeed();
+    });
+    const acquired: RedlockEvent[] = [];
+    const watching = locks.events$
+      .pipe(filter((e) => e.type === 'acquired' && e.resources[0] === 'later-feed'))
+      .subscribe((e) => acquired.push(e));
+    try {
+      const values: number[] = [];
+      const done = new Promise<void>((resolve) => feed.subscribe({ next: (v) => values.push(v), complete: resolve }));
+      await until(() => acquired.length === 1, 'a lock taken on subscription');
+      expect(jobs.laterLock?.isHeld).toBe(true);
+      expect(await locks.tryAcquire('later-feed', 1000)).toBeNull();
+      jobs.laterSource.next(1);
+      jobs.laterSource.complete();
+      await done;
+      expect(values).toEqual([1]);
+    } finally {
+      watching.unsubscribe();
+    }
   });
 
   it('that are not declared to return one are refused with a TypeError, and their lock is released', async () => {
