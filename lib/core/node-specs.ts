@@ -18,6 +18,14 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
       if (spec === null || (typeof spec !== 'string' && typeof spec !== 'object')) {
         throw new InvalidArgumentError(`nodes[${i}]`, 'a client (ioredis, node-redis), a URL or an ioredis options object', spec);
       }
+      // redis-py and the Redis docs write a socket as unix:///path or redis:///path: here it is the path alone.
+      if (typeof spec === 'string' && SOCKET_URL.test(spec)) {
+        throw new InvalidArgumentError(
+          `nodes[${i}]`,
+          "a unix socket given by its path alone ('/tmp/redis.sock'), or as ioredis options ({ path, password, db })",
+          spec,
+        );
+      }
       // An unset environment variable split on commas gives '': it must not become localhost:6379.
       if (typeof spec === 'string' && !NODE_URL.test(spec)) {
         throw new InvalidArgumentError(`nodes[${i}]`, "a redis:// or rediss:// URL (or a unix socket path starting with '/')", spec);
@@ -57,6 +65,8 @@ export function buildNodes(specs: readonly NodeSpec[]): readonly LockNode[] {
 /** What a node given as a string must look like. */
 const NODE_URL = /^(rediss?:\/\/[^\s]+|\/[^\s]*)$/i;
 const DATABASE_PATH = /^\/?\d*$/;
+/** A unix socket written as a URL: `unix:` (with or without `//`), or a redis URL with no host and a path. */
+const SOCKET_URL = /^(unix:|rediss?:\/\/([^@/]*@)?\/(?!\d*$))/i;
 
 /** A URL's path ('' when it does not parse: ioredis then says why). */
 function pathOf(url: string): string {

@@ -63,6 +63,17 @@ describe('node list', () => {
     const ok = new Redlock({ nodes: ['redis://127.0.0.1:7001/', 'redis://127.0.0.1:7002/3', 'redis://127.0.0.1:7003?family=4'] });
     await ok.close();
   });
+  it('says a unix socket written as a URL is given by its path', () => {
+    for (const spec of ['redis:///tmp/redis.sock', 'unix:///tmp/redis.sock', 'unix:/tmp/redis.sock', 'redis://:s3cret@/tmp/redis.sock']) {
+      expect(() => new Redlock({ nodes: [spec] })).not.toThrow(/s3cret/);
+      expect(() => new Redlock({ nodes: [spec] })).toThrow(
+        expect.objectContaining({
+          argument: 'nodes[0]',
+          message: expect.stringMatching(/unix socket given by its path alone \('\/tmp\/redis.sock'\)/),
+        }),
+      );
+    }
+  });
   it('rejects a client passed twice', () => {
     const client = new Redis({ lazyConnect: true, port: 7009 });
     expectInvalid(() => new Redlock({ nodes: [client, client] }), 'nodes[1]');
