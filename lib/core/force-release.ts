@@ -85,15 +85,20 @@ export async function forceRelease(ctx: ForceReleaseContext, resource: string, n
     timeout: ctx.timeout,
     until: 'all',
   });
+  const released = replies.filter((r) => r.outcome === 'released');
   if (round.yes.length < set.quorum) {
+    // The nodes that answered did evict: an operator must know the holder now holds fewer nodes.
+    const evicted = released.length;
     throw new QuorumUnreachableError(
       'force-release',
       [resource],
       [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }],
       set.quorum,
+      evicted > 0
+        ? `the holder was evicted on ${evicted} of ${set.nodes.length} nodes all the same (those that answered); on the others its keys stay until their ttl ends`
+        : undefined,
     );
   }
-  const released = replies.filter((r) => r.outcome === 'released');
   // The counters raised (a node with another holder raises none): none raised, no token to report.
   const counters = replies.flatMap((r) => (r.counter === undefined ? [] : [r.counter]));
   const evicted = released[0];

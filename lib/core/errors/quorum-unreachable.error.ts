@@ -15,9 +15,11 @@ export class QuorumUnreachableError extends LockError {
     readonly resources: readonly string[],
     readonly attempts: readonly AttemptReport[],
     readonly quorum: number,
+    /** What was done all the same, said after the rest (a force-release's evictions on the nodes that answered). */
+    detail?: string,
   ) {
     super(
-      `Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${describeAttempt(attempts.at(-1))})`,
+      `Could not ${operation} ${formatResources(resources)}: ${failureOf(attempts.at(-1), quorum)} (${describeAttempt(attempts.at(-1))})${detail ? `; ${detail}` : ''}`,
     );
   }
 }
