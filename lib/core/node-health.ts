@@ -34,7 +34,13 @@ export async function pingNodes(nodes: readonly LockNode[], timeout: number): Pr
     send: (node, done) =>
       void node
         .connect()
-        .then(() => ping(node))
+        // Counted down (its connection failed since it was last ready): said at once, with why, as a
+        // lock command is refused; a PING would wait in a reconnecting client's queue past the timeout.
+        .then((ready) =>
+          ready || node.connection.isReady
+            ? ping(node)
+            : Promise.reject(node.explain(new Error(`not connected (${node.connection.state})`))),
+        )
         .then(
           (reply) => done(undefined, reply),
           (error: unknown) => done(error ?? new Error('PING failed')),

@@ -304,6 +304,49 @@ describe('Valkey GLIDE clients as nodes', () => {
     }
   });
 
+  it('a node that went down is reported, and its health says why at once instead of waiting for a PING', async () => {
+    const events: LockEvent[] = [];
+    const redlock = client({ onEvent: (e) => events.push(e) });
+    await (await redlock.acquire('gone', 5000)).release();
+    await fleet.kill(2);
+    const label = redlock.nodeLabels[2]!;
+    // The connection's own report (not the wake subscriber's), once its probe timed out.
+    await until(
+      () => events.some((e) => e.type === 'node-error' && e.node === label && !/wake channel/.test(e.message)),
+      'the node reported down',
+    );
+    const health = await redlock.ping();
+    expect(health[2]).toMatchObject({ status: 'down', error: expect.stringMatching(/^not connected \([a-z]+; last error: .*timed out/i) });
+    expect(health.slice(0, 2).map((node) => node.status)).toEqual(['up', 'up']);
+  });
+
+  it('a connection that dropped and cannot reconnect (its node down) is reported, as ioredis reports a refused reconnect', async () => {
+    const proxy = await TcpProxy.latency(fleet.ports[0]!, 100, 100);
+    const proxied = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: proxy.port }], requestTimeout: 500 });
+    const connection = new GlideConnection(proxied);
+    const seen: string[] = [];
+    const off = [
+      connection.on('lost', () => seen.push('lost')),
+      connection.on('error', () => seen.push('error')),
+      connection.on('ready', () => seen.push('ready')),
+    ];
+    try {
+      const pings = async () => Number(/cmdstat_ping:calls=(\d+)/.exec(await raw[0]!.info('commandstats'))?.[1] ?? 0);
+      const before = await pings();
+      const inFlight = connection.ping().catch((e: Error) => e.name);
+      await until(async () => (await pings()) > before, 'the PING run on the server', 2000, 2);
+      // The path goes away under the command, and stays away: reconnecting is refused.
+      await proxy.stop();
+      expect(await inFlight).toBe('ConnectionError');
+      await until(() => seen.includes('error'), 'the failing reconnect reported');
+      expect(seen).toEqual(['lost', 'error']);
+    } finally {
+      off.forEach((f) => f());
+      proxied.close();
+      await proxy.stop();
+    }
+  });
+
   it('leaves the application’s GLIDE clients open and unwatched after close()', async () => {
     const infoCalls = async () => Number(/cmdstat_info:calls=(\d+)/.exec(await raw[0]!.info('commandstats'))?.[1] ?? 0);
     const redlock = client();

@@ -27,6 +27,8 @@ export class GlideLiveness {
   #infoRefused = false;
   #timer: NodeJS.Timeout | undefined;
   #probing = false;
+  /** An error was reported since the node was last ready (see `failed`). */
+  #reported = false;
   readonly #listeners = new Map<GlideEvent, Set<(error?: Error) => void>>();
 
   constructor(
@@ -113,6 +115,7 @@ export class GlideLiveness {
     // A new server behind a connection GLIDE replaced unseen: as if the drop had been seen.
     if (restarted && this.#state !== 'reconnecting') this.emit('lost');
     this.#state = 'ready';
+    this.#reported = false;
     this.emit('ready');
   }
 
@@ -122,11 +125,20 @@ export class GlideLiveness {
       this.#infoRefused = true;
       return;
     }
+    const dropped = this.#state === 'reconnecting';
     this.commandFailed(error);
-    if (this.#state !== 'ready') return;
-    // A timeout: the node is down or hung (GLIDE is reconnecting, or waits); whether the
-    // connection dropped is unknown, so commands in flight keep their own timeouts.
-    this.#state = 'unreachable';
+    if (this.#state === 'ready') {
+      // A timeout: the node is down or hung (GLIDE is reconnecting, or waits); whether the
+      // connection dropped is unknown, so commands in flight keep their own timeouts.
+      this.#state = 'unreachable';
+    } else if (!dropped || this.#reported) {
+      // The drop itself (reported as lost), the end, or a node reported already.
+      return;
+    }
+    // Or a probe after a drop failed: GLIDE cannot reconnect (the node is down), which
+    // ioredis reports as an error too. Unreported, the node was never said to be down,
+    // and each listing waited for it as for a client still connecting.
+    this.#reported = true;
     this.emit('error', error instanceof Error ? error : new Error(message));
   }
 
