@@ -65,6 +65,12 @@ export interface LockConnection {
    * section: `memory` (the eviction check reads the memory limit and policy).
    */
   info(section?: 'server' | 'memory'): Promise<string>;
+  /**
+   * `INFO memory` of every server that holds this node's keys: a cluster's
+   * masters (each with its `host:port`), or the one server (no address). A
+   * cluster's `info()` reaches one shard, and each shard has its own policy.
+   */
+  primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]>;
   ping(): Promise<string>;
 
   /**
@@ -104,4 +110,10 @@ export interface Subscription {
    */
   readonly confirmed: Promise<unknown>;
   close(): void;
+}
+
+/** One server's INFO section, and where it is when the node has several (a cluster's masters). */
+export interface PrimaryInfo {
+  readonly address?: string;
+  readonly info: string;
 }

@@ -34,10 +34,9 @@ export function watchNodes(nodes: readonly LockNode[], watch: NodeWatch): (() =>
     detach.push(node.connection.on('error', report));
     detach.push(node.connection.on('ready', () => reported.clear()));
     node.watchHung((silentFor) => emit({ type: 'node-hung', at: Date.now(), node: node.label, silentFor: Math.round(silentFor) }));
-    // A cluster's INFO would come from any one of its shards: the guard and the eviction check cover standalone nodes.
-    if (node.connection.isCluster) continue;
     detach.push(node.watchEviction((risky, message) => emit({ type: 'node-error', at: Date.now(), node: risky.label, message })));
-    if (guard === 0) continue;
+    // A cluster's INFO server would come from any one of its shards: the guard covers standalone nodes.
+    if (node.connection.isCluster || guard === 0) continue;
     detach.push(
       node.guardRestarts({
         window: guard === 'auto' ? watch.autoWindow : () => guard,

@@ -177,22 +177,28 @@ export class LockNode {
   }
 
   /**
-   * Calls `onRisk` when the server may evict keys before their ttl: a memory
-   * limit (`maxmemory`) with any policy but `noeviction`. Every `volatile-*`
-   * policy evicts keys that have a ttl, which every lock key has (`volatile-ttl`
-   * the shortest-lived first): a lock key evicted lets another holder in on that
-   * node, with no crash or clock at fault. Read from `INFO memory` at each
-   * connection (a failover's new primary may be set up otherwise); told once
-   * per setting. A refused INFO says nothing here (the restart guard reports it).
+   * Calls `onRisk` when a server of this node may evict keys before their ttl:
+   * a memory limit (`maxmemory`) with any policy but `noeviction`. Every
+   * `volatile-*` policy evicts keys that have a ttl, which every lock key has
+   * (`volatile-ttl` the shortest-lived first): a lock key evicted lets another
+   * holder in on that node, with no crash or clock at fault. Read from `INFO
+   * memory` of every primary (a cluster's masters each have their own policy)
+   * at each connection (a failover's new primary may be set up otherwise);
+   * told once per setting. A refused INFO says nothing here (the restart guard
+   * reports it); a cluster's masters added later are read at its next connection.
    */
   watchEviction(onRisk: (node: LockNode, message: string) => void): () => void {
     let told = '';
     const check = () => {
-      this.connection.info('memory').then(
-        (info) => {
-          const limit = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
-          const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-          const setting = limit > 0 && policy && policy !== 'noeviction' ? `maxmemory-policy ${policy}, maxmemory ${limit} bytes` : '';
+      this.connection.primaryInfos('memory').then(
+        (infos) => {
+          const risky = infos.flatMap(({ address, info }) => {
+            const limit = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
+            const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+            if (!(limit > 0 && policy && policy !== 'noeviction')) return [];
+            return [`${address ? `${address}: ` : ''}maxmemory-policy ${policy}, maxmemory ${limit} bytes`];
+          });
+          const setting = risky.join('; ');
           if (setting && setting !== told) {
             onRisk(
               this,

@@ -7,6 +7,7 @@ import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { glideClient, glideClusterClient, watchPipelines } from '../support/glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { expectShardInEvictionWarning } from '../support/eviction.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 // Three lock nodes: a 3-shard Redis Cluster through a GlideClusterClient, and two standalone servers through GlideClients.
@@ -84,6 +85,13 @@ describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
     } finally {
       await redlock.close();
     }
+  });
+
+  it('warns when a shard may evict lock keys, naming the shard (each master has its own policy)', async () => {
+    await expectShardInEvictionWarning(
+      cluster.nodes[1]!,
+      (onEvent) => new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT, onEvent }),
+    );
   });
 
   it('lists locks held across the shards (SCAN on every primary, addressed by route) and force-releases one', async () => {

@@ -6,6 +6,7 @@ import { ACQUIRE } from '../../lib/core/scripts.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { expectShardInEvictionWarning } from '../support/eviction.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 // Three lock nodes: a 3-shard Redis Cluster and two standalone servers.
@@ -122,6 +123,13 @@ describe('a Redis Cluster as a lock node', () => {
     } finally {
       await redlock.close();
     }
+  });
+
+  it('warns when a shard may evict lock keys, naming the shard (each master has its own policy)', async () => {
+    await expectShardInEvictionWarning(
+      cluster.nodes[1]!,
+      (onEvent) => new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT, onEvent }),
+    );
   });
 
   it('wakes a waiter through the cluster pub/sub and reports the node by its seeds', async () => {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { Redlock, type LockEvent, type NodeErrorEvent } from '../../lib/index.js';
+import { Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
+import { evictionWarnings } from '../support/eviction.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 let fleet: RedisFleet;
@@ -25,9 +26,6 @@ afterAll(async () => {
   admins?.forEach((admin) => admin.disconnect());
   await fleet?.stop();
 });
-
-const evictionWarnings = (events: LockEvent[]) =>
-  events.filter((e): e is NodeErrorEvent => e.type === 'node-error' && /evict/.test(e.message));
 
 describe('a node that may evict lock keys', () => {
   it('is named in a node-error at connection, with its policy and what to set; nodes that cannot evict are not', async () => {

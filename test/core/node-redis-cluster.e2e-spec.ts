@@ -12,6 +12,7 @@ import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
 import { until } from '../support/until.js';
+import { expectShardInEvictionWarning } from '../support/eviction.js';
 
 let cluster: RedisClusterFleet;
 let standalone: RedisFleet;
@@ -79,6 +80,10 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     await redlock().ready();
     // A shard's first NOSCRIPT answered after the node timeout (a loaded host) gets no EVAL.
     expect(await onShards((r) => r.script('EXISTS', ACQUIRE.sha))).toEqual(cluster.nodes.map(() => [1]));
+  });
+
+  it('warns when a shard may evict lock keys, naming the shard (each master has its own policy)', async () => {
+    await expectShardInEvictionWarning(cluster.nodes[1]!, (onEvent) => redlock({ onEvent }));
   });
 
   it('lists locks over every master with SCAN, and force-releases one', async () => {

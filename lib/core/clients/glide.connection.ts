@@ -1,4 +1,4 @@
-import type { LockConnection, ScanStep, Subscription } from '../connection.js';
+import type { LockConnection, PrimaryInfo, ScanStep, Subscription } from '../connection.js';
 import { scriptFailed, type Done, type Script, type ScriptRunner } from '../script.js';
 import { GlideBatcher } from './glide-batch.js';
 import { glideScanners } from './glide-scan.js';
@@ -116,6 +116,13 @@ export class GlideConnection implements LockConnection {
     return this.command(['INFO', section], this.#anyNode).then(String);
   }
 
+  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
+    if (!this.isCluster) return [{ info: await this.info(section) }];
+    // One reply per primary, keyed by its address; not through the tick's pipeline, which routes to one node.
+    const replies = await this.#client.customCommand(['INFO', section], { ...AS_STRINGS, route: 'allPrimaries' });
+    return byAddress(replies).map(([address, info]) => ({ address, info: String(info) }));
+  }
+
   ping(): Promise<string> {
     return this.command(['PING'], this.#anyNode).then(String);
   }
@@ -202,4 +209,16 @@ function noscriptWorded(error: unknown): unknown {
     return new Error(`NOSCRIPT ${error.message}`, { cause: error });
   }
   return error;
+}
+
+/**
+ * A cluster's reply from several nodes as [address, reply] pairs: a record by
+ * address (GLIDE's `ClusterResponse`), a `GlideRecord` (`{ key, value }[]`) or
+ * a Map, as versions give it.
+ */
+function byAddress(replies: unknown): [string, unknown][] {
+  if (replies instanceof Map) return [...replies].map(([key, value]) => [String(key), value]);
+  if (Array.isArray(replies)) return replies.map((entry: { key: unknown; value: unknown }) => [String(entry.key), entry.value]);
+  if (typeof replies === 'object' && replies !== null) return Object.entries(replies);
+  return [['', replies]];
 }

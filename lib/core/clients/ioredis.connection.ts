@@ -1,6 +1,6 @@
 import { later } from '../later.js';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
-import type { LockConnection, ScanStep, Subscription } from '../connection.js';
+import type { LockConnection, PrimaryInfo, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
 import { quietly } from './settle.js';
@@ -177,6 +177,14 @@ export class IoredisConnection implements LockConnection {
 
   info(section: 'server' | 'memory' = 'server'): Promise<string> {
     return this.#client.info(section);
+  }
+
+  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
+    if (!this.isCluster) return [{ info: await this.#client.info(section) }];
+    const masters = (this.#client as unknown as Cluster).nodes('master');
+    return Promise.all(
+      masters.map(async (master) => ({ address: `${master.options.host}:${master.options.port}`, info: await master.info(section) })),
+    );
   }
 
   ping(): Promise<string> {

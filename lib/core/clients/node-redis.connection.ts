@@ -1,5 +1,5 @@
 import { later } from '../later.js';
-import type { LockConnection, ScanStep, Subscription } from '../connection.js';
+import type { LockConnection, PrimaryInfo, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
 import { clientEvents, clusterEvents, type EventSource } from './node-redis.events.js';
@@ -179,6 +179,17 @@ export class NodeRedisConnection implements LockConnection {
 
   info(section: 'server' | 'memory' = 'server'): Promise<string> {
     return this.#send(undefined, ['INFO', section]).then(String);
+  }
+
+  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
+    if (!this.isCluster) return [{ info: await this.info(section) }];
+    const cluster = this.#client;
+    return Promise.all(
+      (cluster.masters ?? []).map(async (master) => {
+        const shard = await cluster.nodeClient!(master);
+        return { address: `${master.host}:${master.port}`, info: String(await shard.sendCommand(['INFO', section], RAW)) };
+      }),
+    );
   }
 
   ping(): Promise<string> {
