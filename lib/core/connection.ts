@@ -62,7 +62,7 @@ export interface LockConnection {
   scanners(): readonly ScanStep[];
   /**
    * `INFO server` (the restart guard reads the run id and uptime), or another
-   * section: `memory` (the eviction check reads the memory limit and policy).
+   * section: `memory`, a standalone server's `primaryInfos`.
    */
   info(section?: 'server' | 'memory'): Promise<string>;
   /**

@@ -11,7 +11,7 @@ export const evictionWarnings = (events: readonly LockEvent[]): NodeErrorEvent[]
  * Sets the server on `port` up as several managed services ship (a 64 MB limit
  * with volatile-lru); returns what puts it back (no limit, noeviction).
  */
-export async function evictingServer(port: number): Promise<() => Promise<void>> {
+async function evictingServer(port: number): Promise<() => Promise<void>> {
   await checkedCommand(port, ['CONFIG', 'SET', 'maxmemory', '67108864']);
   await checkedCommand(port, ['CONFIG', 'SET', 'maxmemory-policy', 'volatile-lru']);
   return async () => {

@@ -180,7 +180,7 @@ export class IoredisConnection implements LockConnection {
   }
 
   async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
-    if (!this.isCluster) return [{ info: await this.#client.info(section) }];
+    if (!this.isCluster) return [{ info: await this.info(section) }];
     const masters = (this.#client as unknown as Cluster).nodes('master');
     return Promise.all(
       masters.map(async (master) => ({ address: `${master.options.host}:${master.options.port}`, info: await master.info(section) })),
