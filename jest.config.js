@@ -14,9 +14,16 @@ export default {
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/'],
   extensionsToTreatAsEsm: ['.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  // lib/core/clients/require-ioredis.cts is CommonJS in the build, and here too (imported as its build's .cjs, mapped below).
+  moduleFileExtensions: ['js', 'mjs', 'cjs', 'ts', 'cts', 'json'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', swc],
+    '^.+\\.cts$': ['@swc/jest', { ...swc, module: { type: 'commonjs' } }],
+  },
   moduleNameMapper: {
     '^(\\.{1,2}/.*)\\.js$': '$1',
+    // Only this one: packages' own relative .cjs files must stay as they are.
+    '^\\./require-ioredis\\.cjs$': '<rootDir>/lib/core/clients/require-ioredis.cts',
     // Mercurius loads @fastify/static, which require()s content-disposition 3, an ES module: Node 20.19+ does that
     // natively, jest's module loader (before Node 24.9) cannot. Version 2 (express's, CommonJS) has the same `create`.
     '^content-disposition$': '<rootDir>/node_modules/content-disposition/dist/index.js',

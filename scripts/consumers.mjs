@@ -8,8 +8,10 @@
 //    given): copy it to the temp dir, `npm install` its dependencies plus the
 //    tarball (not a path link; `npm install`, not `npm ci`, see .ci/run), with
 //    scripts/redis-spawner.mjs copied in as its test/redis-spawner.js,
-//    type-check it (and check which .d.ts of the package TypeScript picked:
-//    dist/esm for a "type": "module" app, dist/cjs otherwise), run its `npm test`
+//    load it with plain node (the right build; the package's ioredis loaded only
+//    for a node given as a URL, never over nodes the app passes), type-check it
+//    (and check which .d.ts of the package TypeScript picked: dist/esm for a
+//    "type": "module" app, dist/cjs otherwise), run its `npm test`
 //    (jest: a locked endpoint and a locked cron job against its own redis-server).
 // Prints each step's time and each consumer's jest summary; exits 1 if anything
 // failed. Consumers run concurrently (CONSUMERS_SERIAL=1 runs them one by one).
@@ -172,16 +174,34 @@ async function consumer(name, tarball, tmp) {
   }
 
   // Plain Node (not jest's module loader) resolves and loads the build this app's module system should get.
+  // Then: a client over nodes the application passes (in-memory ones, of ioredis's shape) leaves the
+  // package's own ioredis unloaded, and a node given as a URL loads it (so the check can fail).
+  const ioredisChecks = `
+    const ioredisLoaded = () => Object.keys(Module._cache).some((f) => /[\\\\/]node_modules[\\\\/]ioredis[\\\\/]/.test(f));
+    const fail = (...why) => { console.error(...why); process.exit(1); };
+    const passedIn = testing.createMemoryRedlock();
+    await (await passedIn.acquire('smoke', 1000)).release();
+    await passedIn.close();
+    if (ioredisLoaded()) fail('ioredis was loaded for a client over nodes the application passed in');
+    const owned = new m.Redlock({ nodes: ['redis://127.0.0.1:1'] });
+    await owned.close();
+    if (!ioredisLoaded()) fail('a node given as a URL did not load ioredis (is the check blind?)');`;
   const smoke =
     flavour === 'esm'
       ? [
           '--input-type=module',
           '-e',
-          "const url = import.meta.resolve('nest-redlock'); const m = await import('nest-redlock'); if (!url.endsWith('/dist/esm/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function') { console.error('loaded', url, Object.keys(m)); process.exit(1); }",
+          `import Module from 'node:module';
+          const url = import.meta.resolve('nest-redlock'); const m = await import('nest-redlock'); if (!url.endsWith('/dist/esm/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function') { console.error('loaded', url, Object.keys(m)); process.exit(1); }
+          const testing = await import('nest-redlock/testing');${ioredisChecks}`,
         ]
       : [
           '-e',
-          "const file = require.resolve('nest-redlock'); const m = require('nest-redlock'); if (!file.endsWith('/dist/cjs/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function' || !require.cache[file]) { console.error('loaded', file, Object.keys(m)); process.exit(1); }",
+          `const Module = require('node:module');
+          const file = require.resolve('nest-redlock'); const m = require('nest-redlock'); if (!file.endsWith('/dist/cjs/index.js') || typeof m.Locked !== 'function' || typeof m.RedlockModule !== 'function' || !require.cache[file]) { console.error('loaded', file, Object.keys(m)); process.exit(1); }
+          const testing = require('nest-redlock/testing');
+          (async () => {${ioredisChecks}
+          })().catch((error) => { console.error(error); process.exit(1); });`,
         ];
   const node = await step(`node ${flavour === 'esm' ? 'import' : 'require'}`, process.execPath, smoke, 30_000);
   if (node.code !== 0) return fail(`loading nest-redlock with plain node (${flavour})`, node);

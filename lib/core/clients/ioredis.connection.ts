@@ -1,5 +1,6 @@
 import { later } from '../later.js';
-import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import requireIoredis from './require-ioredis.cjs';
 import type { LockConnection, PrimaryInfo, ScanStep, Subscription } from '../connection.js';
 import { sendScript, type Done, type Script, type ScriptRunner } from '../script.js';
 import { hostOf } from './host.js';
@@ -58,6 +59,7 @@ const OWNED_DEFAULTS: RedisOptions = {
 
 /** The ioredis connection the lock client opens for a node given as a URL or an options object. */
 export function openIoredis(spec: string | RedisOptions): Redis {
+  const { Redis } = requireIoredis();
   return typeof spec === 'string' ? new Redis(spec, { ...OWNED_DEFAULTS }) : new Redis({ ...OWNED_DEFAULTS, ...spec });
 }
 
