@@ -437,6 +437,20 @@ export const adapters = {
     baseline: true,
     create: nestRedlock({ fencing: false, fairWaiting: false }, 'urls', baselineBuild),
   },
+  'nest-redlock (baseline: clients passed in, other ioredis copy)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    baseline: true,
+    clients: 'other',
+    create: nestRedlock({}, 'other', baselineBuild),
+  },
+  'nest-redlock (baseline: fencing and fair waiting off, clients passed in, other ioredis copy)': {
+    waits: 'as nest-redlock',
+    variant: 'speed',
+    baseline: true,
+    clients: 'other',
+    create: nestRedlock({ fencing: false, fairWaiting: false }, 'other', baselineBuild),
+  },
 
   'nest-redlock': {
     waits: 'retryCount 1e6, default retryDelay 200 + jitter [0,100) ms, fair waiting (woken by releases)',
