@@ -5,6 +5,7 @@
  * Node prints a MaxListenersExceededWarning into the application's logs (seen
  * in CI with four lock clients over one node-redis client).
  */
+import { createHook } from 'node:async_hooks';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redlock, type NodeSpec } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
@@ -119,6 +120,56 @@ describe('a client of the application whose node is down', () => {
       expect(await settledCounts()).toEqual(before);
     } finally {
       await Promise.all(redlocks.map((r) => r.close()));
+      dead.disconnect();
+      await live.stop();
+    }
+  });
+});
+
+/**
+ * Runs `call`, then reports the timers it left running that keep the process
+ * alive (ref'd, neither fired nor cleared `settle` ms after it ended), with
+ * their delays: what a process exiting after `app.close()` waits for.
+ */
+async function timersLeftBy(call: () => Promise<unknown>, settle: number): Promise<number[]> {
+  const live = new Map<number, { hasRef(): boolean; _idleTimeout: number }>();
+  let calling = true;
+  const hook = createHook({
+    init: (id, type, _trigger, resource) => calling && type === 'Timeout' && live.set(id, resource as never),
+    destroy: (id) => live.delete(id),
+  }).enable();
+  try {
+    await call();
+    calling = false;
+    await new Promise((resolve) => setTimeout(resolve, settle));
+  } finally {
+    hook.disable();
+  }
+  // A cleared timer (delay -1) may not have been destroyed yet.
+  return [...live.values()].filter((timer) => timer._idleTimeout >= 0 && timer.hasRef()).map((timer) => timer._idleTimeout);
+}
+
+describe('a lock client closed while a node of an application client is down', () => {
+  it('leaves no timer behind that keeps the process alive', async () => {
+    const live = await startFleet(2);
+    const Redis = await otherIoredis();
+    // ioredis's defaults (disconnectTimeout 2 s), reconnecting for ever to a port nobody listens on.
+    const dead = new Redis('redis://127.0.0.1:1');
+    dead.on('error', () => undefined);
+    const options = { nodes: [...live.urls, dead as unknown as NodeSpec], nodeTimeout: TEST_NODE_TIMEOUT };
+    const holder = new Redlock(options);
+    const waiter = new Redlock(options);
+    try {
+      const lock = await holder.acquire('exit', 5000);
+      // A wait opens the waiter's wake-up connections: one per node, the down one's made from `dead`.
+      const waiting = waiter.acquire('exit', 5000, { retryCount: 1, retryDelay: 100 }).catch(() => undefined);
+      await until(() => waiter.stats.waiting === 1, 'the waiter waiting');
+      await lock.release();
+      await waiting;
+      // Past the 100 ms the library gives its own connections to confirm a close.
+      expect(await timersLeftBy(() => Promise.all([holder.close(), waiter.close()]), 300)).toEqual([]);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
       dead.disconnect();
       await live.stop();
     }

@@ -40,6 +40,14 @@ export function isIoredis(client: object): client is IoredisClientLike {
 /** Longest pause between reconnects of a connection the client opened, ms. */
 export const RECONNECT_MAX = 200;
 
+/**
+ * How long ioredis waits for a closed socket to confirm before destroying it,
+ * on the connections the client opens. ioredis's default, 2 s, is a timer that
+ * keeps the process alive after close() while a node is down (it is cleared
+ * only by the socket's 'close', which a refused connection already emitted).
+ */
+const CLOSE_WAIT = { disconnectTimeout: 100 } as RedisOptions;
+
 /** Settings the client applies to connections it opens itself (overridable per node). */
 const OWNED_DEFAULTS: RedisOptions = {
   lazyConnect: true,
@@ -48,9 +56,7 @@ const OWNED_DEFAULTS: RedisOptions = {
   enableOfflineQueue: false,
   // A resent acquire is harmless (the scripts are idempotent) but pointless.
   autoResendUnfulfilledCommands: false,
-  // How long ioredis waits for a closed socket to confirm before destroying it
-  // (default 2 s, which keeps a process alive after close() with a node down).
-  ...({ disconnectTimeout: 100 } as RedisOptions),
+  ...CLOSE_WAIT,
   // ioredis waits 50 ms more before each new reconnect, up to 2 s: after a long
   // outage a node that is back again would count only seconds later. A refused
   // connect costs next to nothing, so try at least every RECONNECT_MAX ms.
@@ -204,9 +210,11 @@ export class IoredisConnection implements LockConnection {
     // catches: a node lost again before it answered (or a close() meanwhile)
     // rejected it, "Connection is closed.", and the process died of an unhandled
     // rejection (fault suite, nodes killed in turn). Resubscribed here instead.
+    // The subscriber is the lock client's own, made from the application's client: closed
+    // by the lock client, with its CLOSE_WAIT, not the application's (often ioredis's 2 s).
     const subscriber = this.isCluster
-      ? (this.#client as unknown as Cluster).duplicate()
-      : this.#client.duplicate({ lazyConnect: false, enableOfflineQueue: true, autoResubscribe: false });
+      ? (this.#client as unknown as Cluster).duplicate([], { redisOptions: { ...CLOSE_WAIT } })
+      : this.#client.duplicate({ lazyConnect: false, enableOfflineQueue: true, autoResubscribe: false, ...CLOSE_WAIT });
     subscriber.on('error', () => undefined); // the lock connection reports node errors
     subscriber.on('message', (_channel: string, message: string) => onMessage(message));
     let settled = false;
