@@ -69,8 +69,12 @@ export interface LockConnection {
    * `INFO memory` of every server that holds this node's keys: a cluster's
    * masters (each with its `host:port`), or the one server (no address). A
    * cluster's `info()` reaches one shard, and each shard has its own policy.
+   * One promise per request, each settling on its own: a master that hangs,
+   * or is down with its command queued until it is back, holds back no other
+   * master's answer. (GLIDE reads every primary in one request, bounded by its
+   * request timeout: one promise for them all.)
    */
-  primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]>;
+  primaryInfos(section: 'memory'): readonly Promise<readonly PrimaryInfo[]>[];
   ping(): Promise<string>;
 
   /**

@@ -1,5 +1,5 @@
 import { inspect } from 'node:util';
-import type { LockConnection } from './connection.js';
+import type { LockConnection, PrimaryInfo } from './connection.js';
 import { connectionFor, type NodeSpec } from './clients/connection-for.js';
 import { NODE_SCRIPTS, SET_NX, type Done } from './scripts.js';
 import { NoscriptTooLateError, type Call, type Script } from './script.js';
@@ -11,6 +11,14 @@ const RECHECK_AFTER = 200;
 
 /** A client's `state` once it will not connect on its own: ioredis `end` (closed), node-redis and GLIDE `closed` / `end`. */
 const GONE_STATES = new Set(['end', 'closed']);
+
+/** A server's eviction setting as the warning says it, if it may evict lock keys (see `watchEviction`). */
+function evictionRisk({ address, info }: PrimaryInfo): string[] {
+  const limit = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
+  const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  if (!(limit > 0 && policy && policy !== 'noeviction')) return [];
+  return [`${address ? `${address}: ` : ''}maxmemory-policy ${policy}, maxmemory ${limit} bytes`];
+}
 
 /**
  * One node of the quorum: its connection, a log-safe label and what tells two
@@ -184,36 +192,68 @@ export class LockNode {
    * holder in on that node, with no crash or clock at fault. Read from `INFO
    * memory` of every primary (a cluster's masters each have their own policy)
    * at each connection (a failover's new primary may be set up otherwise);
-   * told once per setting. A refused INFO says nothing here (the restart guard
-   * reports it); a cluster's masters added later are read at its next connection.
+   * told once per setting. The answers are told together when all have come,
+   * or CONNECT_WAIT ms after the reads began: a master that hangs (or is down,
+   * its INFO queued until it is back) does not keep the others' risk unsaid,
+   * and its own is told when its answer comes. A refused INFO says nothing
+   * here (the restart guard reports it); a cluster's masters added later are
+   * read at its next connection.
    */
   watchEviction(onRisk: (node: LockNode, message: string) => void): () => void {
     let told = '';
+    let stopped = false;
+    // One per check still waiting for its reads: a reconnect's check does not cut short an earlier one's.
+    const waits = new Set<NodeJS.Timeout>();
     const check = () => {
-      this.connection.primaryInfos('memory').then(
-        (infos) => {
-          const risky = infos.flatMap(({ address, info }) => {
-            const limit = Number(/^maxmemory:(\d+)/m.exec(info)?.[1] ?? 0);
-            const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-            if (!(limit > 0 && policy && policy !== 'noeviction')) return [];
-            return [`${address ? `${address}: ` : ''}maxmemory-policy ${policy}, maxmemory ${limit} bytes`];
+      const reads = this.connection.primaryInfos('memory');
+      // Each read's risky servers, in the order of the reads: the message stays the same whatever answers first.
+      const risky: (readonly string[])[] = reads.map(() => []);
+      let unanswered = reads.length;
+      let answered = false;
+      let waited = false;
+      const tell = () => {
+        if (stopped || !answered) return;
+        const setting = risky.flat().join('; ');
+        if (setting && setting !== told) {
+          onRisk(
+            this,
+            `may evict lock keys before their ttl under memory pressure (${setting}): ` +
+              'an evicted lock lets a second holder in. Set maxmemory-policy noeviction on the lock nodes',
+          );
+        }
+        told = setting;
+      };
+      const wait = setTimeout(() => {
+        waits.delete(wait);
+        waited = true;
+        tell();
+      }, CONNECT_WAIT).unref();
+      waits.add(wait);
+      reads.forEach((read, i) => {
+        void read
+          .then(
+            (infos) => {
+              risky[i] = infos.flatMap(evictionRisk);
+              answered = true;
+            },
+            () => undefined,
+          )
+          .finally(() => {
+            if (--unanswered === 0) {
+              clearTimeout(wait);
+              waits.delete(wait);
+            }
+            if (unanswered === 0 || waited) tell();
           });
-          const setting = risky.join('; ');
-          if (setting && setting !== told) {
-            onRisk(
-              this,
-              `may evict lock keys before their ttl under memory pressure (${setting}): ` +
-                'an evicted lock lets a second holder in. Set maxmemory-policy noeviction on the lock nodes',
-            );
-          }
-          told = setting;
-        },
-        () => undefined,
-      );
+      });
     };
     const off = this.connection.on('ready', check);
     if (this.connection.isReady) check();
-    return off;
+    return () => {
+      stopped = true;
+      waits.forEach(clearTimeout);
+      off();
+    };
   }
 
   /**

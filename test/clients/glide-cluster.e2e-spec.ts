@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
-import { glideClient, glideClusterClient, watchPipelines } from '../support/glide.js';
+import { GLIDE_REQUEST_TIMEOUT, glideClient, glideClusterClient, watchPipelines } from '../support/glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
 import { expectShardInEvictionWarning } from '../support/eviction.js';
@@ -91,6 +91,17 @@ describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
     await expectShardInEvictionWarning(
       cluster.nodes[1]!,
       (onEvent) => new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT, onEvent }),
+    );
+  });
+
+  it('warns of an evicting shard while another master hangs, after GLIDE gave up on it', async () => {
+    // The read of every primary at once fails after GLIDE's request timeout, then each primary is
+    // read on its own (the primaries asked of the seeds in turn), the hung one again until that timeout.
+    await expectShardInEvictionWarning(
+      cluster.nodes[1]!,
+      (onEvent) => new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT, onEvent }),
+      cluster.nodes[2]!,
+      3 * GLIDE_REQUEST_TIMEOUT + 5000,
     );
   });
 

@@ -132,6 +132,14 @@ describe('a Redis Cluster as a lock node', () => {
     );
   });
 
+  it('warns of an evicting shard while another master hangs, without waiting for it', async () => {
+    await expectShardInEvictionWarning(
+      cluster.nodes[1]!,
+      (onEvent) => new Redlock({ nodes: nodes(), nodeTimeout: TEST_NODE_TIMEOUT, onEvent }),
+      cluster.nodes[2]!,
+    );
+  });
+
   it('wakes a waiter through the cluster pub/sub and reports the node by its seeds', async () => {
     const holder = new Redlock({ nodes: nodes() });
     const waiter = new Redlock({ nodes: nodes(), retryDelay: 5000, retryJitter: 0 });

@@ -86,6 +86,10 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     await expectShardInEvictionWarning(cluster.nodes[1]!, (onEvent) => redlock({ onEvent }));
   });
 
+  it('warns of an evicting shard while another master hangs, without waiting for it', async () => {
+    await expectShardInEvictionWarning(cluster.nodes[1]!, (onEvent) => redlock({ onEvent }), cluster.nodes[2]!);
+  });
+
   it('lists locks over every master with SCAN, and force-releases one', async () => {
     const client = redlock({ retryCount: 0 });
     const names = ['nr-list:a', 'nr-list:b', 'nr-list:c', 'nr-list:d'];

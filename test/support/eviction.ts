@@ -20,25 +20,37 @@ async function evictingServer(port: number): Promise<() => Promise<void>> {
   };
 }
 
+/** A server the test can hang (SIGSTOP) and let go again. */
+interface Pausable {
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+}
+
 /**
  * Makes the cluster master `shard` evicting, then a lock client (`make`, given
  * its event listener) whose first node is that cluster: its one eviction
- * warning is for that node and names the shard. Puts the shard back and closes the client.
+ * warning is for that node and names the shard, within `within` ms. With
+ * `hung`, another master hangs (SIGSTOP) while the client starts: the warning
+ * must not wait for it. Puts the shards back and closes the client.
  */
 export async function expectShardInEvictionWarning(
   shard: { readonly host: string; readonly port: number },
   make: (onEvent: (event: LockEvent) => void) => Redlock,
+  hung?: Pausable,
+  within = 5000,
 ): Promise<void> {
   const restore = await evictingServer(shard.port);
+  await hung?.pause();
   const events: LockEvent[] = [];
   const redlock = make((event) => events.push(event));
   try {
-    await until(() => evictionWarnings(events).length > 0, 'the eviction warning');
+    await until(() => evictionWarnings(events).length > 0, 'the eviction warning', within);
     const [warning, ...more] = evictionWarnings(events);
     expect(more).toEqual([]);
     expect(warning!.node).toBe(redlock.nodeLabels[0]);
     expect(warning!.message).toContain(`(${shard.host}:${shard.port}: maxmemory-policy volatile-lru, maxmemory 67108864 bytes)`);
   } finally {
+    await hung?.resume();
     await restore();
     await redlock.close();
   }

@@ -1,7 +1,5 @@
 import type { ScanStep } from '../connection.js';
-
-/** A GLIDE command with its options (decoder, route). */
-type Send = (args: string[], options: object) => Promise<unknown>;
+import { clusterPrimaries, type GlidePrimary, type GlideSend } from './glide-primaries.js';
 
 const scanArgs = (cursor: string, match: string, count: number) => ['SCAN', cursor, 'MATCH', match, 'COUNT', String(count)];
 
@@ -17,11 +15,11 @@ const decode = (reply: unknown) => {
  * (`<index>:<cursor>`): GLIDE gives no handle per shard, and the primaries are
  * known only once CLUSTER SLOTS answered.
  */
-export function glideScanners(send: Send, isCluster: boolean, asStrings: object): readonly ScanStep[] {
+export function glideScanners(send: GlideSend, isCluster: boolean, asStrings: object, seeds: readonly GlidePrimary[]): readonly ScanStep[] {
   if (!isCluster) return [(cursor, match, count) => send(scanArgs(cursor, match, count), asStrings).then(decode)];
-  let primaries: Promise<{ host: string; port: number }[]> | undefined;
+  let primaries: Promise<GlidePrimary[]> | undefined;
   const step: ScanStep = async (cursor, match, count) => {
-    primaries ??= send(['CLUSTER', 'SLOTS'], { ...asStrings, route: 'randomNode' }).then(primariesOf);
+    primaries ??= clusterPrimaries(send, asStrings, seeds);
     const shards = await primaries;
     const [index, shardCursor] = cursor === '0' ? [0, '0'] : (cursor.split(':') as [string, string]);
     const i = Number(index);
@@ -34,14 +32,4 @@ export function glideScanners(send: Send, isCluster: boolean, asStrings: object)
     return [i + 1 < shards.length ? `${i + 1}:0` : '0', keys] as const;
   };
   return [step];
-}
-
-/** The distinct primaries of a CLUSTER SLOTS reply (`[start, end, [host, port, id], ...replicas]` per range). */
-function primariesOf(reply: unknown): { host: string; port: number }[] {
-  const seen = new Map<string, { host: string; port: number }>();
-  for (const range of reply as unknown[][]) {
-    const [host, port] = range[2] as [unknown, unknown];
-    seen.set(`${String(host)}:${Number(port)}`, { host: String(host), port: Number(port) });
-  }
-  return [...seen.values()];
 }

@@ -1,6 +1,7 @@
 import type { LockConnection, PrimaryInfo, ScanStep, Subscription } from '../connection.js';
 import { scriptFailed, type Done, type Script, type ScriptRunner } from '../script.js';
 import { GlideBatcher } from './glide-batch.js';
+import { clusterPrimaries, type GlidePrimary } from './glide-primaries.js';
 import { glideScanners } from './glide-scan.js';
 import { GlideLiveness } from './glide-liveness.js';
 import { glideSubscription } from './glide-subscriber.js';
@@ -109,18 +110,38 @@ export class GlideConnection implements LockConnection {
   }
 
   scanners(): readonly ScanStep[] {
-    return glideScanners((args, options) => this.command(args, options), this.isCluster, AS_STRINGS);
+    return glideScanners((args, options) => this.command(args, options), this.isCluster, AS_STRINGS, this.#seeds());
   }
 
   info(section: 'server' | 'memory' = 'server'): Promise<string> {
     return this.command(['INFO', section], this.#anyNode).then(String);
   }
 
-  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
-    if (!this.isCluster) return [{ info: await this.info(section) }];
-    // One reply per primary, keyed by its address; not through the tick's pipeline, which routes to one node.
-    const replies = await this.#client.customCommand(['INFO', section], { ...AS_STRINGS, route: 'allPrimaries' });
-    return byAddress(replies).map(([address, info]) => ({ address, info: String(info) }));
+  primaryInfos(section: 'memory'): readonly Promise<readonly PrimaryInfo[]>[] {
+    if (!this.isCluster) return [this.info(section).then((info) => [{ info }])];
+    // Not through the tick's pipeline, which routes to one node.
+    const read = (route: unknown) => this.#client.customCommand(['INFO', section], { ...AS_STRINGS, route });
+    // One request reads every primary, one reply per address. It fails as a whole when one primary
+    // does not answer within GLIDE's request timeout (hung, or down): then each is read on its own.
+    const one = async (primary: GlidePrimary) => ({
+      address: `${primary.host}:${primary.port}`,
+      info: String(await read({ type: 'routeByAddress', ...primary })),
+    });
+    return [
+      read('allPrimaries').then(
+        (replies) => byAddress(replies).map(([address, info]) => ({ address, info: String(info) })),
+        async () => {
+          const primaries = await clusterPrimaries((args, options) => this.command(args, options), AS_STRINGS, this.#seeds());
+          const reads = await Promise.allSettled(primaries.map(one));
+          return reads.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+        },
+      ),
+    ];
+  }
+
+  /** The addresses the client was given, as routes name them. */
+  #seeds(): GlidePrimary[] {
+    return (configOf(this.#client)?.addresses ?? []).map((a) => ({ host: a.host ?? 'localhost', port: a.port ?? 6379 }));
   }
 
   ping(): Promise<string> {

@@ -187,11 +187,11 @@ export class IoredisConnection implements LockConnection {
     return this.#client.info(section);
   }
 
-  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
-    if (!this.isCluster) return [{ info: await this.info(section) }];
+  primaryInfos(section: 'memory'): readonly Promise<readonly PrimaryInfo[]>[] {
+    if (!this.isCluster) return [this.info(section).then((info) => [{ info }])];
     const masters = (this.#client as unknown as Cluster).nodes('master');
-    return Promise.all(
-      masters.map(async (master) => ({ address: `${master.options.host}:${master.options.port}`, info: await master.info(section) })),
+    return masters.map((master) =>
+      master.info(section).then((info) => [{ address: `${master.options.host}:${master.options.port}`, info }]),
     );
   }
 

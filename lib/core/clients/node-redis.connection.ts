@@ -181,15 +181,13 @@ export class NodeRedisConnection implements LockConnection {
     return this.#send(undefined, ['INFO', section]).then(String);
   }
 
-  async primaryInfos(section: 'memory'): Promise<readonly PrimaryInfo[]> {
-    if (!this.isCluster) return [{ info: await this.info(section) }];
+  primaryInfos(section: 'memory'): readonly Promise<readonly PrimaryInfo[]>[] {
+    if (!this.isCluster) return [this.info(section).then((info) => [{ info }])];
     const cluster = this.#client;
-    return Promise.all(
-      (cluster.masters ?? []).map(async (master) => {
-        const shard = await cluster.nodeClient!(master);
-        return { address: `${master.host}:${master.port}`, info: String(await shard.sendCommand(['INFO', section], RAW)) };
-      }),
-    );
+    return (cluster.masters ?? []).map(async (master) => {
+      const shard = await cluster.nodeClient!(master);
+      return [{ address: `${master.host}:${master.port}`, info: String(await shard.sendCommand(['INFO', section], RAW)) }];
+    });
   }
 
   ping(): Promise<string> {
