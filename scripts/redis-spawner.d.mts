@@ -2,8 +2,17 @@ export declare const HOST = '127.0.0.1';
 export declare const DEFAULT_SERVER_BINARY = 'redis-server';
 
 export interface RedisNodeOptions {
-  /** Extra redis-server arguments, appended last (so they override defaults). */
-  args?: string[];
+  /**
+   * Extra redis-server arguments, appended last (so they override defaults); a
+   * function is given the `extraPorts` picked for this start.
+   */
+  args?: string[] | ((extraPorts: readonly number[]) => string[]);
+  /**
+   * Free ports to pick besides the node's own, for its other listeners (say
+   * `--tls-port`): picked again with the port when the server could not bind
+   * one (taken meanwhile, by another server or a client's ephemeral port).
+   */
+  extraPorts?: number;
   /** Adds `--appendonly yes --appendfsync always` so kill -9 loses nothing acknowledged. */
   persistence?: boolean;
   /** Server binary; default env REDLOCK_TEST_SERVER or `redis-server`. */
@@ -44,6 +53,8 @@ export declare class RedisNode {
   /** Throws before the first start() when no port was given. */
   get port(): number;
   get url(): string;
+  /** The `extraPorts` of the last start (empty without them). */
+  get extraPorts(): readonly number[];
   /** PID of redis-server; undefined when not running. */
   get pid(): number | undefined;
   get running(): boolean;

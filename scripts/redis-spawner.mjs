@@ -193,6 +193,8 @@ class StartError extends Error {
 export class RedisNode {
   host = HOST;
   #port;
+  /** The ports picked with `#port` for the server's other listeners (see RedisNodeOptions.extraPorts). */
+  #extraPorts;
   #pid;
   #paused = false;
   #wrapper;
@@ -211,6 +213,9 @@ export class RedisNode {
   }
   get url() {
     return `redis://${this.host}:${this.port}`;
+  }
+  get extraPorts() {
+    return this.#extraPorts ?? [];
   }
   get pid() {
     return this.#pid;
@@ -240,6 +245,10 @@ export class RedisNode {
     const freshDir = this.#baseDir === undefined;
     for (let attempt = 1; ; attempt++) {
       const port = this.#port ?? (await findFreePort());
+      // Picked again with the port: a free port can be taken (a client's ephemeral port) before the server binds it.
+      if (!fixedPort || this.#extraPorts === undefined) {
+        this.#extraPorts = await Promise.all(Array.from({ length: this.options.extraPorts ?? 0 }, () => findFreePort()));
+      }
       try {
         await this.#startOnPort(port);
         this.#port = port;
@@ -370,7 +379,8 @@ export class RedisNode {
       'no',
     ];
     if (this.options.persistence) args.push('--appendonly', 'yes', '--appendfsync', 'always');
-    if (this.options.args) args.push(...this.options.args);
+    const extra = typeof this.options.args === 'function' ? this.options.args(this.extraPorts) : this.options.args;
+    if (extra) args.push(...extra);
     return args;
   }
 

@@ -8,7 +8,6 @@ import type { GlideClient } from '@valkey/valkey-glide';
 import { Redlock } from '../../lib/index.js';
 import { glideClient } from '../support/glide.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { findFreePort } from '../support/redis-node.js';
 import { until } from '../support/until.js';
 
 // GLIDE clients over TLS (a self-signed certificate made here): the lock client and its
@@ -56,7 +55,6 @@ beforeAll(async () => {
     '-out',
     'cert.pem',
   );
-  const ports = [await findFreePort(), await findFreePort(), await findFreePort()];
   const tlsArgs = (port: number) => [
     '--tls-port',
     String(port),
@@ -69,7 +67,9 @@ beforeAll(async () => {
     '--tls-auth-clients',
     'no',
   ];
-  fleets = await Promise.all(ports.map((port) => startFleet(1, { args: tlsArgs(port) })));
+  const tlsFleet = () => startFleet(1, { extraPorts: 1, args: ([port]) => tlsArgs(port!) });
+  fleets = await Promise.all([tlsFleet(), tlsFleet(), tlsFleet()]);
+  const ports = fleets.map((fleet) => fleet.nodes[0]!.extraPorts[0]!);
   const ca = readFileSync(join(dir, 'ca.pem'));
   clients = await Promise.all(
     ports.map((port) => glideClient(port, { useTLS: true, advancedConfiguration: { tlsAdvancedConfiguration: { rootCertificates: ca } } })),

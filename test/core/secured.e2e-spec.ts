@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redlock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { findFreePort } from '../support/redis-node.js';
 import { checkedCommand } from '../support/resp.js';
 import { until } from '../support/until.js';
 import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisClient } from '../support/node-redis-clients.js';
@@ -37,7 +36,6 @@ beforeAll(async () => {
     join(dir, 'cert.pem'),
   ]);
   ca = readFileSync(join(dir, 'cert.pem'));
-  tlsPorts = [await findFreePort(), await findFreePort(), await findFreePort()];
   const tlsArgs = (port: number) => [
     '--tls-port',
     String(port),
@@ -50,8 +48,10 @@ beforeAll(async () => {
     '--tls-auth-clients',
     'no',
   ];
-  const started = await Promise.all([...tlsPorts.map((port) => startFleet(1, { args: tlsArgs(port) })), startFleet(3)]);
+  const tlsFleet = () => startFleet(1, { extraPorts: 1, args: ([port]) => tlsArgs(port!) });
+  const started = await Promise.all([tlsFleet(), tlsFleet(), tlsFleet(), startFleet(3)]);
   tlsFleets = started.slice(0, 3);
+  tlsPorts = tlsFleets.map((fleet) => fleet.nodes[0]!.extraPorts[0]!);
   aclFleet = started[3]!;
   // An ACL user limited to what the README says the client needs: the keys `redlock:*` and the
   // channels `redlock:wake:*`. `resetchannels` first: a Redis 6.2-based server (KeyDB) defaults

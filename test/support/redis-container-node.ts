@@ -64,6 +64,11 @@ export class ContainerRedisNode implements TestRedisNode {
     return this._paused;
   }
 
+  /** No ports besides the mapped one (`extraPorts` needs the local backend). */
+  get extraPorts(): readonly number[] {
+    return [];
+  }
+
   async start(): Promise<void> {
     if (this._running) throw new Error('ContainerRedisNode already running');
     const tc = await import('testcontainers');

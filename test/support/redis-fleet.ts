@@ -77,13 +77,15 @@ export async function startFleet(n: number, opts: FleetOptions = {}): Promise<Re
   const backend = forced ?? (await resolveBackend());
   let nodes: TestRedisNode[];
   if (backend === 'container') {
+    const { args } = nodeOpts;
+    if (typeof args === 'function' || nodeOpts.extraPorts) throw new Error('extraPorts need the local backend (a container maps one port)');
     const { ContainerRedisNode } = await import('./redis-container-node.js');
     nodes = Array.from(
       { length: n },
       () =>
         new ContainerRedisNode({
           image,
-          args: nodeOpts.args,
+          args,
           persistence: nodeOpts.persistence,
           startTimeoutMs: nodeOpts.startTimeoutMs,
         }),

@@ -25,5 +25,5 @@ export {
 /** What both the local-process node and the (optional) container node offer (pid: undefined in a container). */
 export type TestRedisNode = { readonly host: string } & Pick<
   RedisNode,
-  'port' | 'url' | 'pid' | 'running' | 'paused' | 'start' | 'stop' | 'kill' | 'pause' | 'resume' | 'restart'
+  'port' | 'url' | 'extraPorts' | 'pid' | 'running' | 'paused' | 'start' | 'stop' | 'kill' | 'pause' | 'resume' | 'restart'
 >;
