@@ -15,7 +15,7 @@ import {
   type NodeSpec,
 } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { otherIoredis } from '../support/other-ioredis.js';
+import { otherIoredis, QUICK_CLOSE } from '../support/other-ioredis.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
@@ -35,7 +35,7 @@ afterAll(() => fleet.stop());
 
 /** The application's clients of the fleet, one per node. */
 function appClients(options: RedisOptions = {}): RedisClass[] {
-  const clients = fleet.urls.map((url) => new Redis(url, options));
+  const clients = fleet.urls.map((url) => new Redis(url, { ...QUICK_CLOSE, ...options }));
   for (const client of clients) client.on('error', () => undefined);
   opened.push(...clients);
   return clients;
@@ -116,7 +116,7 @@ describe('clients with an offline queue (ioredis default)', () => {
     const local = await startFleet(3);
     try {
       // BullMQ's setting; and reconnects further apart than the node timeout, as ioredis's own grow to.
-      const clients = local.urls.map((url) => new Redis(url, { maxRetriesPerRequest: null, retryStrategy: () => 2000 }));
+      const clients = local.urls.map((url) => new Redis(url, { maxRetriesPerRequest: null, retryStrategy: () => 2000, ...QUICK_CLOSE }));
       for (const client of clients) client.on('error', () => undefined);
       opened.push(...clients);
       const locks = redlock(clients);

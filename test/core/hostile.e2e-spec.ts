@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { QUICK_CLOSE } from '../support/other-ioredis.js';
 import { ConsoleLogger } from '@nestjs/common';
 import { inspect } from 'node:util';
 import { LockService, Redlock, type LockEvent, type NodeReport, type QuorumUnreachableError } from '../../lib/index.js';
@@ -100,7 +101,7 @@ describe('secrets', () => {
   it.each([
     ['connections it opens from URLs', () => secured.urls.map((u) => u.replace('redis://', 'redis://:pa55-word-x@'))],
     // An application's own clients keep their offline queue: the adapter refuses lock commands while they reconnect.
-    ["the application's clients", () => secured.urls.map((u) => new Redis(u, { password: 'pa55-word-x' }))],
+    ["the application's clients", () => secured.urls.map((u) => new Redis(u, { password: 'pa55-word-x', ...QUICK_CLOSE }))],
   ])('says a rotated password is why a node it was connected to fails now, over %s', async (_label, nodesOf) => {
     const nodes = nodesOf();
     const events: LockEvent[] = [];

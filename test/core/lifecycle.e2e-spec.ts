@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { QUICK_CLOSE } from '../support/other-ioredis.js';
 import { inspect } from 'node:util';
 import { InvalidArgumentError, LockAbortedError, MemoryFencedStore, Redlock, type Lock, type LockEvent } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
@@ -290,9 +291,8 @@ describe('a split vote (issue 18.17)', () => {
   it('is retried briefly even with retryCount 0, so that one contender gets through', async () => {
     // 5 nodes, 2 of them down: 3 replicas firing one cron tick each took one node.
     const five = await startFleet(5);
-    // ioredis waits 2 s (disconnectTimeout) on disconnect() from a client reconnecting to a dead node.
-    const fiveRaw = five.urls.map((u) => new Redis(u, { disconnectTimeout: 50 } as object));
-    const own = five.urls.map((url) => new Redis(url, { enableOfflineQueue: false, disconnectTimeout: 50 } as object));
+    const fiveRaw = five.urls.map((u) => new Redis(u, QUICK_CLOSE));
+    const own = five.urls.map((url) => new Redis(url, { enableOfflineQueue: false, ...QUICK_CLOSE }));
     try {
       await Promise.all([five.kill(3), five.kill(4)]);
       await fiveRaw[0]!.set('redlock:lock:tick', 'replica-b', 'PX', 10_000);

@@ -3,7 +3,7 @@ import { openIoredis, RECONNECT_MAX } from '../../lib/core/clients/ioredis.conne
 import { Redlock, type LockEvent, type NodeSpec } from '../../lib/index.js';
 import { findFreePort } from '../support/redis-node.js';
 import { startFleet } from '../support/redis-fleet.js';
-import { otherIoredis } from '../support/other-ioredis.js';
+import { otherIoredis, QUICK_CLOSE } from '../support/other-ioredis.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
 
@@ -33,7 +33,7 @@ describe('a node that stays down', () => {
     const fleet = await startFleet(3);
     const Redis = await otherIoredis();
     // The application's client, so that the test sees each failed reconnect on it.
-    const app = new Redis(fleet.urls[2]!, { retryStrategy: () => 50 });
+    const app = new Redis(fleet.urls[2]!, { retryStrategy: () => 50, ...QUICK_CLOSE });
     let failures = 0;
     app.on('error', () => failures++);
     const redlock = new Redlock({ nodes: [...fleet.urls.slice(0, 2), app as unknown as NodeSpec], nodeTimeout: TEST_NODE_TIMEOUT });

@@ -9,7 +9,7 @@ import { createHook } from 'node:async_hooks';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redlock, type NodeSpec } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { otherIoredis } from '../support/other-ioredis.js';
+import { otherIoredis, QUICK_CLOSE } from '../support/other-ioredis.js';
 import { connected, closeClient, NODE_REDIS_VERSIONS } from '../support/node-redis-clients.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
@@ -204,7 +204,7 @@ describe('clients of the application that never connect', () => {
   it('let ready() resolve, and later calls fail at once, not after a wait each', async () => {
     const fleet = await startFleet(1);
     const Redis = await otherIoredis();
-    const clients = [1, 2].map((port) => new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => 20 }));
+    const clients = [1, 2].map((port) => new Redis(`redis://127.0.0.1:${port}`, { retryStrategy: () => 20, ...QUICK_CLOSE }));
     clients.forEach((c) => c.on('error', () => undefined));
     const redlock = new Redlock({ nodes: [fleet.urls[0]!, ...(clients as unknown as NodeSpec[])], nodeTimeout: TEST_NODE_TIMEOUT });
     try {
