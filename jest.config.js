@@ -35,6 +35,6 @@ export default {
   // A worker that ran many files holds hundreds of MB (a module registry per file); freeing
   // them at exit took ~650 ms here, past the 500 ms Jest waits before it force-exits a worker
   // and prints "failed to exit gracefully", though nothing was left open. Recycled above this,
-  // a worker exits in time (and the run is no slower).
+  // a worker usually exits in time (the run is no slower); on a loaded machine it may not.
   workerIdleMemoryLimit: '300MB',
 };
