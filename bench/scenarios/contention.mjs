@@ -3,13 +3,15 @@ import { adapters } from '../adapters/index.mjs';
 import { P, isPeer } from '../settings.mjs';
 import { fmt, log, median, ratio, shuffle, table } from '../report.mjs';
 import { runWorker } from '../workers.mjs';
+import { watchCpu } from '../cpu-use.mjs';
 
-export async function contention({ results, urls5, libs }) {
+export async function contention({ results, urls5, nodes, libs }) {
+  const nodePids = nodes.slice(0, 5).map((n) => n.pid);
   const CLIBS = libs.contention;
   const cRounds = Object.fromEntries(CLIBS.map((l) => [l, []]));
   for (let r = 0; r < P.cRounds; r++) {
     log(`contention: round ${r + 1}/${P.cRounds}`);
-    for (const lib of shuffle(CLIBS)) cRounds[lib].push(await contentionRound(lib, r, urls5));
+    for (const lib of shuffle(CLIBS)) cRounds[lib].push(await contentionRound(lib, r, urls5, { nodePids }));
   }
   const contended = {};
   for (const lib of CLIBS) {
@@ -27,6 +29,7 @@ export async function contention({ results, urls5, libs }) {
       stillWaiting: rs.reduce((s, c) => s + c.stillWaiting, 0),
       handoffP50: median(rs.map((c) => c.handoffP50)),
       releaseP50: median(rs.map((c) => c.releaseP50)),
+      cpu: cpuPerAcquisition(rs),
       sameProcessAgain: median(rs.map((c) => c.sameProcessAgain)),
       counts: mid.counts,
       attempts: median(rs.map((c) => c.attempts)),
@@ -42,7 +45,8 @@ export async function contention({ results, urls5, libs }) {
     `longest wait: longest single acquire call (measured up to ${P.cGrace / 1000} s after the window); hand-off: from a holder starting`,
     'its release to the next acquisition by another process; same process again: share of acquisitions that went to',
     'the process that had just released; in round trips: the hand-off over the median release call in the same run (one',
-    'round to a quorum, under the same load); attempts / acq: mean attempts per acquisition, where the library reports them.',
+    'round to a quorum, under the same load); attempts / acq: mean attempts per acquisition, where the library reports them;',
+    CPU_NOTE,
     'Waiting settings:',
     ...CLIBS.map((l) => `  ${l}: ${adapters[l].waits}`),
   ];
@@ -71,12 +75,13 @@ export async function contention({ results, urls5, libs }) {
       'in round trips',
       'same process again',
       'attempts / acq',
+      'CPU ms / acq (nodes)',
       'per process',
     ],
     CLIBS.map((l) => {
       const c = contended[l];
       return c.error
-        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '']
+        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '', '']
         : [
             l,
             fmt(c.perSecond),
@@ -87,6 +92,7 @@ export async function contention({ results, urls5, libs }) {
             fmt(c.handoffP50 / c.releaseP50, 1),
             `${(c.sameProcessAgain * 100).toFixed(0)}%`,
             fmt(c.attempts, 1),
+            showCpu(c.cpu),
             c.counts.join(' '),
           ];
     }),
@@ -98,7 +104,7 @@ export async function contention({ results, urls5, libs }) {
  * `processes` (8) processes take one key in a loop with 1 ms holds; with
  * `permits`, a semaphore adapter's limit (the semaphore scenario).
  */
-export async function contentionRound(lib, round, urls, { processes = 8, permits } = {}) {
+export async function contentionRound(lib, round, urls, { processes = 8, permits, nodePids = [] } = {}) {
   const n = processes;
   const key = `contended:${lib.replace(/\W+/g, '-')}:${round}:${Date.now()}`; // never one a previous run left held
   let waiting = n;
@@ -110,6 +116,7 @@ export async function contentionRound(lib, round, urls, { processes = 8, permits
   // Every process keeps the load up until all have finished measuring (or died), then
   // stops: see worker.mjs. Once 'stop' is sent no measured call is open, so exits no
   // longer touch the measurement.
+  const cpu = watchCpu(nodePids);
   const measuring = [];
   const drained = new Set();
   const drain = (who) => {
@@ -133,6 +140,7 @@ export async function contentionRound(lib, round, urls, { processes = 8, permits
       ),
     ),
   );
+  const cpuBetween = cpu.stop();
   const error = runs.find((r) => r.error)?.error;
   if (runs.every((r) => !r.events)) return { error };
   const go = await allReady;
@@ -155,8 +163,14 @@ export async function contentionRound(lib, round, urls, { processes = 8, permits
   const stillWaiting = ended.filter((g) => g[2] === 'still waiting');
   const longestDone = Math.max(0, ...all.map((e) => e.got - e.asked), ...gaveUp.map(([asked, at]) => at - asked));
   const longestOpen = Math.max(0, ...stillWaiting.map(([asked, at]) => at - asked));
+  const used = cpuBetween(go.startAt, end);
   return {
     perSecond: (inWindow.length / go.ms) * 1000,
+    // CPU ms per acquisition in the window: cores busy over acquisitions per ms.
+    cpu:
+      used && inWindow.length
+        ? { machine: (used.machine * go.ms) / inWindow.length, nodes: (used.nodes * go.ms) / inWindow.length }
+        : undefined,
     mostHolders: mostAtOnce(all),
     fairness: Math.min(...counts) / Math.max(1, ...counts),
     longestWait: Math.max(longestDone, longestOpen),
@@ -192,3 +206,15 @@ function mostAtOnce(events) {
   for (const [, d] of points) most = Math.max(most, (inside += d));
   return most;
 }
+
+export const CPU_NOTE =
+  'CPU ms / acq: CPU time of the whole machine (every process) in the window over the acquisitions in it, in parentheses the 5 nodes\' share (Linux /proc; "-" elsewhere).';
+
+/** The median round's CPU per acquisition (see `contentionRound`), or undefined where it was not measured. */
+export function cpuPerAcquisition(rounds) {
+  const measured = rounds.filter((r) => r.cpu);
+  if (!measured.length) return undefined;
+  return { machine: median(measured.map((r) => r.cpu.machine)), nodes: median(measured.map((r) => r.cpu.nodes)) };
+}
+
+export const showCpu = (cpu) => (cpu ? `${fmt(cpu.machine, 2)} (${fmt(cpu.nodes, 2)})` : '-');

@@ -4,19 +4,20 @@
 import { adapters, SEMAPHORE_PERMITS } from '../adapters/index.mjs';
 import { P } from '../settings.mjs';
 import { fmt, log, median, ratio, shuffle, table } from '../report.mjs';
-import { contentionRound } from './contention.mjs';
+import { contentionRound, CPU_NOTE, cpuPerAcquisition, showCpu } from './contention.mjs';
 
 const PROCESSES = 16;
 const PEER = 'redis-semaphore RedlockSemaphore';
 
-export async function semaphore({ results, urls5, libs }) {
+export async function semaphore({ results, urls5, nodes, libs }) {
+  const nodePids = nodes.slice(0, 5).map((n) => n.pid);
   const SLIBS = libs.semaphore;
   if (!SLIBS.length) return;
   const sRounds = Object.fromEntries(SLIBS.map((l) => [l, []]));
   for (let r = 0; r < P.cRounds; r++) {
     log(`semaphore: round ${r + 1}/${P.cRounds}`);
     for (const lib of shuffle(SLIBS)) {
-      sRounds[lib].push(await contentionRound(lib, r, urls5, { processes: PROCESSES, permits: SEMAPHORE_PERMITS }));
+      sRounds[lib].push(await contentionRound(lib, r, urls5, { processes: PROCESSES, permits: SEMAPHORE_PERMITS, nodePids }));
     }
   }
   const measured = {};
@@ -37,6 +38,7 @@ export async function semaphore({ results, urls5, libs }) {
       sameProcessAgain: median(rs.map((c) => c.sameProcessAgain)),
       counts: mid.counts,
       attempts: median(rs.map((c) => c.attempts)),
+      cpu: cpuPerAcquisition(rs),
       gaveUp: rs.reduce((s, c) => s + c.gaveUp, 0),
       rounds: sRounds[lib],
     };
@@ -47,6 +49,7 @@ export async function semaphore({ results, urls5, libs }) {
     'worst/best: fewest / most acquisitions of one process; longest wait: longest single acquire call (measured up to',
     `${P.cGrace / 1000} s after the window); most at once: most permits held at once over all rounds (from the acquire`,
     `returning to the release call starting, so never more than were really held: above ${SEMAPHORE_PERMITS} is a broken limit).`,
+    CPU_NOTE,
     'Waiting settings:',
     ...SLIBS.map((l) => `  ${l}: ${adapters[l].waits}`),
   ];
@@ -62,11 +65,22 @@ export async function semaphore({ results, urls5, libs }) {
   const peer = measured[PEER]?.perSecond;
   table(
     `${PROCESSES} processes, one semaphore of limit ${SEMAPHORE_PERMITS}, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s, medians; per-process counts of the median round)`,
-    ['library', 'acq/s', 'vs peer', 'worst/best', 'longest wait ms', 'most at once', 'same process again', 'attempts / acq', 'per process'],
+    [
+      'library',
+      'acq/s',
+      'vs peer',
+      'worst/best',
+      'longest wait ms',
+      'most at once',
+      'same process again',
+      'attempts / acq',
+      'CPU ms / acq (nodes)',
+      'per process',
+    ],
     SLIBS.map((l) => {
       const c = measured[l];
       return c.error
-        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '']
+        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '']
         : [
             l,
             fmt(c.perSecond),
@@ -76,6 +90,7 @@ export async function semaphore({ results, urls5, libs }) {
             String(c.mostHolders),
             `${(c.sameProcessAgain * 100).toFixed(0)}%`,
             fmt(c.attempts, 1),
+            showCpu(c.cpu),
             c.counts.join(' '),
           ];
     }),
