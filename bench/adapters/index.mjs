@@ -300,6 +300,33 @@ return 1`,
   },
 };
 
+// The fair floor's scripts (see rawFair). An attempt: SET NX PX, or the waiter's entry
+// pushed on the key's list of waiters (KEYS: key, its list; ARGV: value, ttl, channel).
+const FAIR_HAND_ON = `
+local function handOn(key, waiters)
+  redis.call('DEL', key)
+  local e = redis.call('LPOP', waiters)
+  if e then
+    local channel, ttl, value = string.match(e, '^(%S+) (%S+) (.*)$')
+    redis.call('SET', key, value, 'PX', ttl)
+    redis.call('PUBLISH', channel, value)
+  end
+end`;
+const FAIR_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+redis.call('RPUSH', KEYS[2], ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[1])
+return 0`;
+// The release, and the undo of an attempt: out of line (ARGV[2], its entry, where a node
+// has not handed it the lock yet: a release may reach a slow node before the hand-over
+// to it), and the key handed on where it holds it. 1 when either was there.
+const FAIR_LEAVE = `${FAIR_HAND_ON}
+local left = redis.call('LREM', KEYS[2], 0, ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  handOn(KEYS[1], KEYS[2])
+  return 1
+end
+return math.min(left, 1)`;
+export const FAIR_FLOOR = { acquire: FAIR_ACQUIRE, leave: FAIR_LEAVE };
+
 /**
  * The floor of a fair lock: the least a quorum lock that serves its waiters in
  * order does. An attempt is SET NX PX on every node, or, refused, the waiter's
@@ -316,29 +343,6 @@ return 1`,
  * the libraries whose releasing process takes the lock again.
  */
 function rawFair() {
-  const HAND_ON = `
-local function handOn(key, waiters)
-  redis.call('DEL', key)
-  local e = redis.call('LPOP', waiters)
-  if e then
-    local channel, ttl, value = string.match(e, '^(%S+) (%S+) (.*)$')
-    redis.call('SET', key, value, 'PX', ttl)
-    redis.call('PUBLISH', channel, value)
-  end
-end`;
-  const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-redis.call('RPUSH', KEYS[2], ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[1])
-return 0`;
-  // The release, and the undo of an attempt: out of line (ARGV[2], its entry, where a node
-  // has not handed it the lock yet: a release may reach a slow node before the hand-over
-  // to it), and the key handed on where it holds it. 1 when either was there.
-  const LEAVE = `${HAND_ON}
-local left = redis.call('LREM', KEYS[2], 0, ARGV[2])
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  handOn(KEYS[1], KEYS[2])
-  return 1
-end
-return math.min(left, 1)`;
   return async (urls) => {
     const clients = await clientsFor(urls);
     const subscribers = await clientsFor(urls);
@@ -361,7 +365,8 @@ return math.min(left, 1)`;
     const run = (which, key, ...argv) => clients.map((c, i) => c.evalsha(shas[i][which], 2, key, `${key}:waiters`, ...argv));
     const leave = ({ key, value, ttl }) => run(1, key, value, `${channel} ${ttl} ${value}`);
     return {
-      ready: async () => (shas = await Promise.all(clients.map((c) => Promise.all([ACQUIRE, LEAVE].map((lua) => c.script('LOAD', lua)))))),
+      ready: async () =>
+        (shas = await Promise.all(clients.map((c) => Promise.all([FAIR_ACQUIRE, FAIR_LEAVE].map((lua) => c.script('LOAD', lua)))))),
       async acquire(key, ttl) {
         for (;;) {
           const value = randomBytes(20).toString('base64url');
