@@ -27,9 +27,10 @@ try {
   const [acquire, release, fairAcquire, fairLeave] = await Promise.all(
     [ACQUIRE.lua, RELEASE.lua, FAIR_FLOOR.acquire, FAIR_FLOOR.leave].map(load),
   );
-  // Values and waiter ids as long as the library's (see acquire-plan.ts); the default prefix.
+  // Values and waiter ids as long as the library's (20 random bytes in base64url; a 6-byte
+  // client id and an 8-byte call id in hex: see acquire-plan.ts); the default prefix.
   const values = ['a', 'b'].map((c) => c.repeat(27));
-  const waiters = ['c1', 'c2'].map((c) => `${c}.${'0'.repeat(16)}`);
+  const waiters = ['1', '2'].map((c) => `${c.repeat(12)}.${'0'.repeat(16)}`);
   const prefix = 'redlock:';
   const prefixLength = String(Buffer.byteLength(prefix));
   const retention = String(24 * 3600 * 1000);
