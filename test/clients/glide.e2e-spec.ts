@@ -310,13 +310,18 @@ describe('Valkey GLIDE clients as nodes', () => {
     await (await redlock.acquire('gone', 5000)).release();
     await fleet.kill(2);
     const label = redlock.nodeLabels[2]!;
-    // The connection's own report (not the wake subscriber's), once its probe timed out.
+    // The connection's own report (not the wake subscriber's): its probe timed out, or GLIDE
+    // saw the socket close and its reconnect failed. Which comes first is a race that the
+    // machine's load decides (a KeyDB run under the full suite saw the second).
     await until(
       () => events.some((e) => e.type === 'node-error' && e.node === label && !/wake channel/.test(e.message)),
       'the node reported down',
     );
     const health = await redlock.ping();
-    expect(health[2]).toMatchObject({ status: 'down', error: expect.stringMatching(/^not connected \([a-z]+; last error: .*timed out/i) });
+    expect(health[2]).toMatchObject({
+      status: 'down',
+      error: expect.stringMatching(/^not connected \((unreachable|reconnecting); last error: .*(timed out|channel closed)/i),
+    });
     expect(health.slice(0, 2).map((node) => node.status)).toEqual(['up', 'up']);
   });
 
