@@ -21,9 +21,8 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startNode } from '../scripts/redis-spawner.mjs';
-import { median, shuffle } from './report.mjs';
+import { median, option, shuffle } from './report.mjs';
 
-const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const ROUNDS = Number(option('rounds', 5));
 const SECONDS = Number(option('seconds', 3));
 const CALLERS = Number(option('callers', 64));

@@ -24,9 +24,8 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startNode } from '../scripts/redis-spawner.mjs';
 import { adapters } from './adapters/index.mjs';
-import { median, shuffle } from './report.mjs';
+import { median, option, shuffle } from './report.mjs';
 
-const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const ROUNDS = Number(option('rounds', 7));
 const CYCLES = Number(option('cycles', 2000));
 const WARMUP = Number(option('warmup', 3000));

@@ -13,11 +13,10 @@
 import { Redis } from 'ioredis';
 import { startNode } from '../scripts/redis-spawner.mjs';
 import { FAIR_FLOOR } from './adapters/index.mjs';
-import { median, shuffle } from './report.mjs';
+import { median, option, shuffle } from './report.mjs';
 
-const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
-const ROUNDS = option('rounds', 5);
-const HANDOFFS = option('handoffs', 10_000);
+const ROUNDS = Number(option('rounds', 5));
+const HANDOFFS = Number(option('handoffs', 10_000));
 
 const { ACQUIRE, RELEASE } = await import(new URL('../dist/esm/core/scripts.js', import.meta.url).href);
 const node = await startNode();

@@ -17,9 +17,8 @@ import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startNodes } from '../scripts/redis-spawner.mjs';
 import { adapters } from './adapters/index.mjs';
-import { median, shuffle } from './report.mjs';
+import { median, option, shuffle } from './report.mjs';
 
-const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const LIBS_ARG = process.argv.find((a) => a.startsWith('--libs='))?.slice(7);
 // --libs=a,b: only those rows (a profile of one library's workers, say).
 const LIBS = LIBS_ARG
@@ -61,11 +60,11 @@ if (process.argv[2] === 'worker') {
   process.exit(0);
 }
 
-const PROCESSES = option('processes', 16);
-const LIMIT = option('limit', 4);
-const ROUNDS = option('rounds', 2);
-const WARMUP = option('warmup', 3) * 1000;
-const SECONDS = option('seconds', 6);
+const PROCESSES = Number(option('processes', 16));
+const LIMIT = Number(option('limit', 4));
+const ROUNDS = Number(option('rounds', 2));
+const WARMUP = Number(option('warmup', 3)) * 1000;
+const SECONDS = Number(option('seconds', 6));
 
 const fleet = await startNodes(5);
 const { default: Redis } = await import('ioredis');

@@ -1,8 +1,12 @@
-// Statistics over rounds, and the tables and progress lines the run prints.
+// Statistics over rounds, the tables and progress lines the run prints, and the
+// standalone scripts' `--name=value` arguments.
 const started = performance.now();
 
 /** Seconds since the run started, as the progress lines and the final line show them. */
 export const elapsedSeconds = () => (performance.now() - started) / 1000;
+
+/** The value of the command line's `--name=value`, or `fallback`. */
+export const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 
 export const median = (xs) => {
   const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b);
