@@ -111,10 +111,17 @@ export class WakeNotifier {
     wake(node, { attempt: Number(message.slice(space + 1, second)), token: Number(message.slice(second + 1)) });
   }
 
-  /** A subscription refused while its node is up (the server said no) is reported; a node that is down reports itself. */
+  /**
+   * A subscription the server refused is reported; a node that is down reports itself.
+   * Refused by the server: an error reply (its code first: `NOPERM ...`), or any
+   * failure while the lock connection is up. Not the lock connection's state alone:
+   * the subscriber connects on its own, and its refusal may come before the lock
+   * connection's first 'ready' (a node-error went missing under load in CI).
+   */
   private refused(node: number, refusal: unknown): void {
-    if (refusal === undefined || this.#closed || !this.#nodes[node]!.connection.isReady) return;
+    if (refusal === undefined || this.#closed) return;
     const why = withoutCredentials(refusal instanceof Error ? refusal.message : String(refusal));
+    if (!this.#nodes[node]!.connection.isReady && !SERVER_REPLY.test(why)) return;
     this.report({
       type: 'node-error',
       at: Date.now(),
@@ -135,6 +142,9 @@ export class WakeNotifier {
     return confirmed;
   }
 }
+
+/** An error reply from a server starts with its code in capitals (`NOPERM`, `ERR`); a client's own errors do not. */
+const SERVER_REPLY = /^[A-Z]{2,}\s/;
 
 /** A node's server: its identity without the database (`host:port/2` -> `host:port`). */
 function serverOf(identity: string): string {
