@@ -10,6 +10,7 @@ export const P = QUICK
       tpMs: 1000, // 64-way throughput
       cRounds: 1,
       cMs: 1000,
+      cWarm: 1000, // contention and semaphore: unmeasured contention before the window
       cGrace: 1000, // contention
       dRounds: 1,
       dCycles: 100,
@@ -26,6 +27,12 @@ export const P = QUICK
       tpMs: 1500,
       cRounds: 5, // the semaphore scenario over 2 rounds: 0.99x, 0.88x, 1.11x RedlockSemaphore in three runs of one hour
       cMs: 3000,
+      // Steady state, not start-up: a contended acquisition runs more code than an uncontended one
+      // (refusals, queues, hand-overs) at 30-60 acquisitions per second per process, and V8 takes
+      // that long to compile it. Over 40 s windows the acquisitions per second of every library
+      // rose for 15-20 s before they settled: nest-redlock's semaphore from 400 to 700-800,
+      // RedlockSemaphore's from 200-400 to 850-950, node-redlock v4's from 330 to 450.
+      cWarm: 20_000,
       cGrace: 12_000,
       dRounds: 3,
       dCycles: 400,

@@ -178,7 +178,8 @@ if (scenario === 'probe') {
 } else if (scenario === 'contend') {
   await cycles(20, 1, 'w');
   if (params.first) await cycle(params.key); // its fencing counter exists before the start, for whoever uses one
-  const { startAt, ms } = await ready();
+  // Contending from `warm` ms before startAt; only the calls asked from startAt on are measured.
+  const { startAt, ms, warm = 0 } = await ready();
   const end = startAt + ms;
   const events = []; // [asked, got, released, attempts, release call returned]
   const gaveUp = []; // [asked, at, error]
@@ -191,7 +192,7 @@ if (scenario === 'probe') {
   const stop = new Promise((resolve) => (onStop = resolve));
   process.on('message', (m) => m.type === 'stop' && onStop());
   const drained = () => process.send({ type: 'drained' });
-  await sleep(Math.max(0, startAt - now()));
+  await sleep(Math.max(0, startAt - warm - now()));
   while (now() < end) {
     const asked = now();
     let handle;
@@ -199,7 +200,7 @@ if (scenario === 'probe') {
       // Waits past the window are measured up to `grace` ms after it.
       handle = await withDeadline(lib.acquire(params.key, TTL), Math.max(1, end + params.grace - asked));
     } catch (e) {
-      gaveUp.push([asked, now(), e.message === 'deadline' ? 'still waiting' : message(e)]);
+      if (asked >= startAt) gaveUp.push([asked, now(), e.message === 'deadline' ? 'still waiting' : message(e)]);
       if (e.message === 'deadline') break; // the acquire goes on in the background: stop here
       continue;
     }
@@ -207,7 +208,7 @@ if (scenario === 'probe') {
     await sleep(params.hold);
     const released = now();
     await withDeadline(lib.release(handle), 5000).catch(() => releaseErrors++);
-    events.push([asked, got, released, lib.attempts?.(handle), now()]);
+    if (asked >= startAt) events.push([asked, got, released, lib.attempts?.(handle), now()]);
   }
   drained();
   for (let stopped = false; !stopped && gaveUp.at(-1)?.[2] !== 'still waiting';) {

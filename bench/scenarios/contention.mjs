@@ -64,7 +64,7 @@ export async function contention({ results, urls5, nodes, libs }) {
       );
   }
   table(
-    `8 processes, one key, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s, medians; per-process counts of the median round)`,
+    `8 processes, one key, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s after ${P.cWarm / 1000} s of the same contention, medians; per-process counts of the median round)`,
     [
       'library',
       'acq/s',
@@ -111,8 +111,10 @@ export async function contentionRound(lib, round, urls, { processes = 8, permits
   let release;
   const allReady = new Promise((r) => (release = r));
   // startAt on worker.mjs's clock, the host's monotonic one.
-  const arrived = () => --waiting === 0 && release({ startAt: Number(process.hrtime.bigint()) / 1e6 + 100, ms: P.cMs });
-  const params = { key, hold: 1, grace: P.cGrace, limit: P.cMs + P.cGrace + 30_000, permits };
+  // The processes contend from `warm` ms before startAt, unmeasured (see P.cWarm).
+  const arrived = () =>
+    --waiting === 0 && release({ startAt: Number(process.hrtime.bigint()) / 1e6 + 100 + P.cWarm, ms: P.cMs, warm: P.cWarm });
+  const params = { key, hold: 1, grace: P.cGrace, limit: P.cWarm + P.cMs + P.cGrace + 30_000, permits };
   // Every process keeps the load up until all have finished measuring (or died), then
   // stops: see worker.mjs. Once 'stop' is sent no measured call is open, so exits no
   // longer touch the measurement.

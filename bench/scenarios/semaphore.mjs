@@ -64,7 +64,7 @@ export async function semaphore({ results, urls5, nodes, libs }) {
   }
   const peer = measured[PEER]?.perSecond;
   table(
-    `${PROCESSES} processes, one semaphore of limit ${SEMAPHORE_PERMITS}, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s, medians; per-process counts of the median round)`,
+    `${PROCESSES} processes, one semaphore of limit ${SEMAPHORE_PERMITS}, 1 ms holds (${P.cRounds} round(s) x ${P.cMs / 1000} s after ${P.cWarm / 1000} s of the same contention, medians; per-process counts of the median round)`,
     [
       'library',
       'acq/s',
