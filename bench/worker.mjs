@@ -178,7 +178,8 @@ if (scenario === 'probe') {
 } else if (scenario === 'contend') {
   await cycles(20, 1, 'w');
   if (params.first) await cycle(params.key); // its fencing counter exists before the start, for whoever uses one
-  // Contending from `warm` ms before startAt; only the calls asked from startAt on are measured.
+  // Contending from `warm` ms before startAt; only the calls asked from startAt on are measured
+  // (and calls still waiting at the deadline, whenever asked).
   const { startAt, ms, warm = 0 } = await ready();
   const end = startAt + ms;
   const events = []; // [asked, got, released, attempts, release call returned]
@@ -200,7 +201,9 @@ if (scenario === 'probe') {
       // Waits past the window are measured up to `grace` ms after it.
       handle = await withDeadline(lib.acquire(params.key, TTL), Math.max(1, end + params.grace - asked));
     } catch (e) {
-      if (asked >= startAt) gaveUp.push([asked, now(), e.message === 'deadline' ? 'still waiting' : message(e)]);
+      // A call asked in the warm-up and still waiting after the window counts: a process starved from before the window.
+      if (asked >= startAt || e.message === 'deadline')
+        gaveUp.push([asked, now(), e.message === 'deadline' ? 'still waiting' : message(e)]);
       if (e.message === 'deadline') break; // the acquire goes on in the background: stop here
       continue;
     }
