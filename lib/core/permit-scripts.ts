@@ -8,10 +8,15 @@ import { defineScript, integer, tuple } from './script.js';
  * a short retry delay, about to give up) would expire a patient waiter's place,
  * and with it the reservation and the hand-over it is owed. PTTL first, not
  * PEXPIRE GT: Redis 6.2 and KeyDB have no GT, and GT never sets a key with no ttl.
+ * A key found short gets twice \`ms\`: every refused attempt queues its waiter
+ * (three of these per attempt), and set to \`ms\` exactly the key was short again
+ * at the next one, a PEXPIRE each time; so it is set about once per \`ms\`. The
+ * keys of a queue nobody waits in any more then live up to \`2 * ms\` (about a
+ * second and a half with the default retry options) instead of \`ms\`.
  */
 export const AT_LEAST = `
 local function atLeast(key, ms)
-  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, 2 * ms) end
 end`;
 
 // The scripts of permits: semaphores (`limit: n`) and read-write locks (`mode`).

@@ -12,9 +12,9 @@ export const limitOf = (kind: string): number => {
 
 const weight = (member: string, limit: number): number => (member.endsWith(':w') ? limit : 1);
 
-/** A queue key gets at least `ms` more to live, never less (see AT_LEAST in permit-scripts.ts). */
+/** A queue key gets at least `ms` more to live, never less; found short, twice `ms` (see AT_LEAST in permit-scripts.ts). */
 export function atLeast(ops: Ops, key: string, ms: string): void {
-  if (ops.pttl(key) < Number(ms)) ops.pexpire(key, ms);
+  if (ops.pttl(key) < Number(ms)) ops.pexpire(key, String(2 * Number(ms)));
 }
 
 /** The weight of the live holders; expired ones are dropped first. */

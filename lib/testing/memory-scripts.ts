@@ -356,7 +356,7 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '98eb31e8c1cee667f1cb1ba4ae01b04c3085dbdc',
+  acquire: 'f8f699c4a0074b1d48b2f37154543ab5aff8c76b',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
@@ -364,10 +364,10 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   release: 'a04c4494dc58cc0f93cb711d1e2a86ba5272d0f9',
   'leave-queue': 'e03b55605b99b6729d61745d5a47762ff6c9a392',
   'force-release': 'eecbe0ba30556c8c5184043245dddd598c06f5b7',
-  'permit-acquire': '4538bd6a850f97b3093ac8c7c8a1db047c359383',
+  'permit-acquire': '63c130c86c4d2c169f0974683a56957eedda878c',
   'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
   'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '80d491af9e39e70657777d36fe6c446247c17fea',
+  'permit-release': '3d51d02b23a52900cf0d37f90c90fd9b0259fa02',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

@@ -223,6 +223,26 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await Promise.all(all.map((i) => acquire(i, 'vz')))).toEqual(everywhere(false));
     });
 
+    it("a refusal does not push the queue key's expiry back at every attempt (found short, it gets twice the entry's ttl)", async () => {
+      // Every refused attempt queues its waiter, keeping three keys' ttl: set to the entry's ttl
+      // exactly, a key was short again a moment later, and every refusal sent a PEXPIRE.
+      const { acquire } = scriptsOf('expire-once');
+      const node = backend.direct[0]!;
+      const ttl = () => node.pttl('expire-once:queue');
+      const join = (waiter: string): Join => ({ waiter, since: Date.now(), entryTtl: ENTRY_TTL });
+      expect(await acquire(0, 'holder')).toBe(true);
+      expect(await acquire(0, 'first', join('first'))).toBe(false);
+      const set = await ttl();
+      expect(set).toBeGreaterThan(ENTRY_TTL);
+      await until(async () => (await ttl()) < set, 'the queue key ages');
+      const aged = await ttl();
+      expect(await acquire(0, 'second', join('second'))).toBe(false);
+      const after = await ttl();
+      // Not set again, and still long enough for the newest entry.
+      expect(after).toBeLessThanOrEqual(aged);
+      expect(after).toBeGreaterThanOrEqual(ENTRY_TTL);
+    });
+
     it("a short-lived waiter does not cut the life of a longer one's queue entry (the queue keys' ttl only grows)", async () => {
       // The keys hold every waiter's entry: expiring them with the shortest caller's entry
       // ttl wiped a patient waiter's place, so that the release handed the permit to nobody,
