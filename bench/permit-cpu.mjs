@@ -23,7 +23,12 @@ const LIBS_ARG = process.argv.find((a) => a.startsWith('--libs='))?.slice(7);
 // --libs=a,b: only those rows (a profile of one library's workers, say).
 const LIBS = LIBS_ARG
   ? LIBS_ARG.split(',')
-  : ['nest-redlock semaphore', 'nest-redlock semaphore (fencing and fair waiting off)', 'redis-semaphore RedlockSemaphore'];
+  : [
+      'nest-redlock semaphore',
+      'nest-redlock semaphore (fencing and fair waiting off)',
+      'raw (fair semaphore hand-off)',
+      'redis-semaphore RedlockSemaphore',
+    ];
 // --baseline=<copy of an older dist/esm>: its semaphore (defaults) too, for a before/after in one run.
 const BASELINE = process.argv.find((a) => a.startsWith('--baseline='))?.slice(11);
 const BASELINE_ROW = 'nest-redlock semaphore (baseline)';

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
@@ -391,6 +392,100 @@ function rawFair() {
   };
 }
 
+// The fair semaphore floor's scripts (see rawFairSemaphore). KEYS: the holders (a set),
+// the waiters (a sorted set by when each began waiting); ARGV: value, limit, then for an
+// attempt the waiter's entry ('<channel> <value>') and when it began waiting.
+const FAIR_PERMIT_HAND_ON = `
+local function handOn(holders, waiters, limit)
+  while redis.call('SCARD', holders) < limit do
+    local e = redis.call('ZPOPMIN', waiters)[1]
+    if not e then return end
+    local channel, value = string.match(e, '^(%S+) (.*)$')
+    redis.call('SADD', holders, value)
+    redis.call('PUBLISH', channel, value)
+  end
+end`;
+// An attempt: admitted when no one waits and a permit is free, else queued at its place.
+const FAIR_PERMIT_ACQUIRE = `if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('SCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('SADD', KEYS[1], ARGV[1])
+  return 1
+end
+redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[3])
+return 0`;
+// The release, and the undo of an attempt: out of line, the permit given back, and the
+// permits free handed on in queue order. 1 when either was there.
+const FAIR_PERMIT_LEAVE = `${FAIR_PERMIT_HAND_ON}
+local left = redis.call('ZREM', KEYS[2], ARGV[3])
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
+  handOn(KEYS[1], KEYS[2], tonumber(ARGV[2]))
+  return 1
+end
+return left`;
+
+/**
+ * The floor of a fair quorum semaphore, as rawFair is a fair lock's: the least a
+ * semaphore does that serves its waiters in order and keeps to its limit. An
+ * attempt adds the caller's value to the holders on every node where no one waits
+ * and a permit is free, and queues it elsewhere, ordered by when the call began
+ * waiting (the same on every node). A release removes its value and hands each
+ * free permit to the first waiter, publishing the value on the waiter's channel.
+ * A permit is held once the quorum its limit needs (all 5 nodes for a limit of 4,
+ * as this library's permits: see permitQuorumOf) added its value, its own
+ * attempt's and the hand-overs counted together. Short of that 20 ms after the
+ * first, the attempt is undone and tried again at its place. No validity, no
+ * expiry, no fencing, no crashed waiters: only the semaphore scenario's processes.
+ */
+function rawFairSemaphore() {
+  return async (urls, { permits = SEMAPHORE_PERMITS } = {}) => {
+    const clients = await clientsFor(urls);
+    const subscribers = await clientsFor(urls);
+    const n = urls.length;
+    const quorum = Math.max(Math.floor(n / 2) + 1, n - Math.ceil(n / (permits + 1)) + 1);
+    const channel = `fair-permit-floor:${randomBytes(8).toString('hex')}`;
+    const waiting = new Map(); // value -> { votes, resolve }
+    const vote = (value) => {
+      const w = waiting.get(value);
+      if (!w) return;
+      if (++w.votes === quorum) {
+        waiting.delete(value);
+        w.resolve(true);
+      } else if (w.votes === 1) setTimeout(() => w.resolve(false), 20);
+    };
+    for (const s of subscribers) s.on('message', (_, value) => vote(value));
+    await Promise.all(subscribers.map((s) => s.subscribe(channel)));
+    let shas;
+    const run = (which, key, value, ...argv) =>
+      clients.map((c, i) => c.evalsha(shas[i][which], 2, key, `${key}:waiters`, value, permits, `${channel} ${value}`, ...argv));
+    return {
+      ready: async () =>
+        (shas = await Promise.all(
+          clients.map((c) => Promise.all([FAIR_PERMIT_ACQUIRE, FAIR_PERMIT_LEAVE].map((lua) => c.script('LOAD', lua)))),
+        )),
+      async acquire(key) {
+        const value = randomBytes(20).toString('base64url');
+        const since = Date.now();
+        for (;;) {
+          const held = new Promise((resolve) => waiting.set(value, { votes: 0, resolve }));
+          for (const reply of run(0, key, value, since))
+            reply.then(
+              (r) => r === 1 && vote(value),
+              () => undefined,
+            );
+          if (await held) return { key, value };
+          waiting.delete(value);
+          await Promise.all(run(1, key, value));
+          await sleep(Math.random() * 5);
+        }
+      },
+      async release({ key, value }) {
+        if (!(await atQuorum(run(1, key, value), quorum, (r) => r === 1))) throw new Error('release not confirmed by a quorum');
+      },
+      close: () => closeAll([...clients, ...subscribers]),
+    };
+  };
+}
+
 /** A node-redis (`redis`, v5) client of `url`, connected, set up like the ioredis clients above (no offline queue). */
 async function nodeRedisClient(url) {
   const { createClient } = await import('redis');
@@ -423,6 +518,38 @@ function redlockUniversal(open, close, adapterClass) {
       },
       attempts: ({ handle }) => handle.metadata?.attempts,
       close: () => close(clients),
+    };
+  };
+}
+
+/**
+ * redis-semaphore's RedlockSemaphore over clients of the bench's ioredis copy. With
+ * `limitQuorum`, its quorum (a majority, from its utils/redlock.js, which its acquire reads
+ * at each call) is raised to the one a limit of `permits` needs: the smallest q with
+ * (permits + 1) * q > permits * nodes, so that no node can be left with permits + 1
+ * holders each granted by q nodes. Each bench worker runs one library, so the change
+ * stays in that process.
+ */
+function redlockSemaphore(limitQuorum) {
+  return async (urls, { wait, permits = SEMAPHORE_PERMITS }) => {
+    const { RedlockSemaphore } = await import('redis-semaphore');
+    if (limitQuorum) {
+      const require = createRequire(import.meta.url);
+      const redlock = require(join(dirname(require.resolve('redis-semaphore')), 'utils', 'redlock.js'));
+      redlock.getQuorum = (nodes) => Math.max(Math.floor(nodes / 2) + 1, nodes - Math.ceil(nodes / (permits + 1)) + 1);
+    }
+    const clients = await clientsFor(urls);
+    return {
+      ready: async () => undefined,
+      async acquire(key, ttl) {
+        // refreshInterval 0: no automatic refresh, like the other adapters' locks.
+        const options = { lockTimeout: ttl, refreshInterval: 0, ...(!wait && { acquireAttemptsLimit: 1 }) };
+        const semaphore = new RedlockSemaphore(clients, key, permits, options);
+        await semaphore.acquire();
+        return semaphore;
+      },
+      release: (semaphore) => semaphore.release(),
+      close: () => closeAll(clients),
     };
   };
 }
@@ -646,6 +773,13 @@ export const adapters = {
     create: nestRedlockSemaphore(),
   },
 
+  // Semaphore scenario only: the floor of a fair semaphore kept to its limit (see rawFairSemaphore).
+  'raw (fair semaphore hand-off)': {
+    waits: 'in line: a release hands each free permit to the first waiter, published to it',
+    variant: 'semaphore',
+    create: rawFairSemaphore(),
+  },
+
   /** What fencing and fair waiting cost a permit: the same semaphore with both off (polling, as RedlockSemaphore waits). */
   'nest-redlock semaphore (fencing and fair waiting off)': {
     waits: 'as nest-redlock (fair waiting off), `limit: permits`',
@@ -656,22 +790,18 @@ export const adapters = {
   'redis-semaphore RedlockSemaphore': {
     waits: 'defaults: retryInterval 10 ms, acquireTimeout 10 s',
     variant: 'semaphore',
-    async create(urls, { wait, permits = SEMAPHORE_PERMITS }) {
-      const { RedlockSemaphore } = await import('redis-semaphore');
-      const clients = await clientsFor(urls);
-      return {
-        ready: async () => undefined,
-        async acquire(key, ttl) {
-          // refreshInterval 0: no automatic refresh, like the other adapters' locks.
-          const options = { lockTimeout: ttl, refreshInterval: 0, ...(!wait && { acquireAttemptsLimit: 1 }) };
-          const semaphore = new RedlockSemaphore(clients, key, permits, options);
-          await semaphore.acquire();
-          return semaphore;
-        },
-        release: (semaphore) => semaphore.release(),
-        close: () => closeAll(clients),
-      };
-    },
+    create: redlockSemaphore(false),
+  },
+
+  /**
+   * RedlockSemaphore deciding at the quorum its limit needs (all 5 nodes for a limit of 4,
+   * see permitQuorumOf in lib/core/quorum.ts) instead of a majority: the same library,
+   * kept to its limit, to compare this library's semaphore with like for like.
+   */
+  'redis-semaphore RedlockSemaphore (quorum for its limit)': {
+    waits: 'as redis-semaphore RedlockSemaphore',
+    variant: 'semaphore',
+    create: redlockSemaphore(true),
   },
 
   'redis-semaphore RedlockMutex': {
