@@ -308,6 +308,9 @@ export class AcquireLoop {
    * the whole life of its queue entry.
    */
   private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[]): void {
+    // A permit handed over on every node it queued on (the usual hand-over) is queued nowhere
+    // else: a round to no node would only build the script's arguments, the round and its promise.
+    if (!queuedOn.includes(true)) return;
     void callRound(plan.leave(), doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
   }
 }
