@@ -329,6 +329,37 @@ return math.min(left, 1)`;
 export const FAIR_FLOOR = { acquire: FAIR_ACQUIRE, leave: FAIR_LEAVE };
 
 /**
+ * The fair floors' clients, and their votes: a waiter counts its own attempt's yes
+ * answers and the hand-overs published to it on `channel`, and holds at `quorum`.
+ * Hand-overs of one release come within moments of each other; a waiter handed over on
+ * fewer nodes than a quorum (nodes put waiters in different orders) starts again after 20 ms.
+ */
+async function fairFloorSetup(urls, quorum, name) {
+  const clients = await clientsFor(urls);
+  const subscribers = await clientsFor(urls);
+  const channel = `${name}:${randomBytes(8).toString('hex')}`;
+  const waiting = new Map(); // value -> { votes, resolve }
+  const vote = (value) => {
+    const w = waiting.get(value);
+    if (!w) return;
+    if (++w.votes === quorum) {
+      waiting.delete(value);
+      w.resolve(true);
+    } else if (w.votes === 1) setTimeout(() => w.resolve(false), 20);
+  };
+  for (const s of subscribers) s.on('message', (_, value) => vote(value));
+  await Promise.all(subscribers.map((s) => s.subscribe(channel)));
+  return { clients, subscribers, channel, waiting, vote };
+}
+
+/**
+ * The votes a permit of a semaphore of `limit` needs on `nodes` nodes, as this library's
+ * permitQuorumOf (lib/core/quorum.ts): the smallest q with (limit + 1) * q > limit * nodes,
+ * so that no node can be left with limit + 1 holders each granted by q nodes.
+ */
+const limitQuorum = (nodes, limit) => Math.max(Math.floor(nodes / 2) + 1, nodes - Math.ceil(nodes / (limit + 1)) + 1);
+
+/**
  * The floor of a fair lock: the least a quorum lock that serves its waiters in
  * order does. An attempt is SET NX PX on every node, or, refused, the waiter's
  * entry pushed on the node's list of waiters; a release deletes the key where it
@@ -345,23 +376,8 @@ export const FAIR_FLOOR = { acquire: FAIR_ACQUIRE, leave: FAIR_LEAVE };
  */
 function rawFair() {
   return async (urls) => {
-    const clients = await clientsFor(urls);
-    const subscribers = await clientsFor(urls);
     const quorum = Math.floor(urls.length / 2) + 1;
-    const channel = `fair-floor:${randomBytes(8).toString('hex')}`;
-    const waiting = new Map(); // value -> { votes, resolve }
-    // Hand-overs of one release come within moments of each other; a waiter handed the lock on
-    // fewer nodes than a quorum (nodes put waiters in different orders) starts again after 20 ms.
-    const vote = (value) => {
-      const w = waiting.get(value);
-      if (!w) return;
-      if (++w.votes === quorum) {
-        waiting.delete(value);
-        w.resolve(true);
-      } else if (w.votes === 1) setTimeout(() => w.resolve(false), 20);
-    };
-    for (const s of subscribers) s.on('message', (_, value) => vote(value));
-    await Promise.all(subscribers.map((s) => s.subscribe(channel)));
+    const { clients, subscribers, channel, waiting, vote } = await fairFloorSetup(urls, quorum, 'fair-floor');
     let shas;
     const run = (which, key, ...argv) => clients.map((c, i) => c.evalsha(shas[i][which], 2, key, `${key}:waiters`, ...argv));
     const leave = ({ key, value, ttl }) => run(1, key, value, `${channel} ${ttl} ${value}`);
@@ -438,22 +454,8 @@ return left`;
  */
 function rawFairSemaphore() {
   return async (urls, { permits = SEMAPHORE_PERMITS } = {}) => {
-    const clients = await clientsFor(urls);
-    const subscribers = await clientsFor(urls);
-    const n = urls.length;
-    const quorum = Math.max(Math.floor(n / 2) + 1, n - Math.ceil(n / (permits + 1)) + 1);
-    const channel = `fair-permit-floor:${randomBytes(8).toString('hex')}`;
-    const waiting = new Map(); // value -> { votes, resolve }
-    const vote = (value) => {
-      const w = waiting.get(value);
-      if (!w) return;
-      if (++w.votes === quorum) {
-        waiting.delete(value);
-        w.resolve(true);
-      } else if (w.votes === 1) setTimeout(() => w.resolve(false), 20);
-    };
-    for (const s of subscribers) s.on('message', (_, value) => vote(value));
-    await Promise.all(subscribers.map((s) => s.subscribe(channel)));
+    const quorum = limitQuorum(urls.length, permits);
+    const { clients, subscribers, channel, waiting, vote } = await fairFloorSetup(urls, quorum, 'fair-permit-floor');
     let shas;
     const run = (which, key, value, ...argv) =>
       clients.map((c, i) => c.evalsha(shas[i][which], 2, key, `${key}:waiters`, value, permits, `${channel} ${value}`, ...argv));
@@ -524,19 +526,17 @@ function redlockUniversal(open, close, adapterClass) {
 
 /**
  * redis-semaphore's RedlockSemaphore over clients of the bench's ioredis copy. With
- * `limitQuorum`, its quorum (a majority, from its utils/redlock.js, which its acquire reads
- * at each call) is raised to the one a limit of `permits` needs: the smallest q with
- * (permits + 1) * q > permits * nodes, so that no node can be left with permits + 1
- * holders each granted by q nodes. Each bench worker runs one library, so the change
- * stays in that process.
+ * `keptToLimit`, its quorum (a majority, from its utils/redlock.js, which its acquire reads
+ * at each call) is raised to the one a limit of `permits` needs (see limitQuorum). Each
+ * bench worker runs one library, so the change stays in that process.
  */
-function redlockSemaphore(limitQuorum) {
+function redlockSemaphore(keptToLimit) {
   return async (urls, { wait, permits = SEMAPHORE_PERMITS }) => {
     const { RedlockSemaphore } = await import('redis-semaphore');
-    if (limitQuorum) {
+    if (keptToLimit) {
       const require = createRequire(import.meta.url);
       const redlock = require(join(dirname(require.resolve('redis-semaphore')), 'utils', 'redlock.js'));
-      redlock.getQuorum = (nodes) => Math.max(Math.floor(nodes / 2) + 1, nodes - Math.ceil(nodes / (permits + 1)) + 1);
+      redlock.getQuorum = (nodes) => limitQuorum(nodes, permits);
     }
     const clients = await clientsFor(urls);
     return {
