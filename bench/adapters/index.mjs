@@ -465,9 +465,11 @@ function rawFairSemaphore() {
           clients.map((c) => Promise.all([FAIR_PERMIT_ACQUIRE, FAIR_PERMIT_LEAVE].map((lua) => c.script('LOAD', lua)))),
         )),
       async acquire(key) {
-        const value = randomBytes(20).toString('base64url');
         const since = Date.now();
         for (;;) {
+          // A value of its own per attempt, as rawFair's: a hand-over of an undone attempt, read
+          // late, is no vote for the next one. Its place is `since`, whatever the value.
+          const value = randomBytes(20).toString('base64url');
           const held = new Promise((resolve) => waiting.set(value, { votes: 0, resolve }));
           for (const reply of run(0, key, value, since))
             reply.then(
