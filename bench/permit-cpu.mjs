@@ -7,11 +7,13 @@
 // `--warmup` seconds (so that the measured window runs compiled code), then for
 // `--seconds` more, measured. Per permit: the processes' CPU (process.cpuUsage, all of
 // them together), the 5 servers' CPU (INFO cpu) and the commands the servers ran (INFO
-// commandstats, Lua's inner calls included), with permits/s and attempts per permit;
-// and the waits (each acquire call's duration).
+// commandstats, Lua's inner calls included; `--top=N` shows the N most run), the
+// processes' write and read system calls, with permits/s and attempts per permit; and
+// the waits (each acquire call's duration).
 // On this 2-core machine the processes and the servers share the cores, so throughput
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,6 +29,7 @@ const LIBS = LIBS_ARG
       'nest-redlock semaphore',
       'nest-redlock semaphore (fencing and fair waiting off)',
       'raw (fair semaphore hand-off)',
+      'raw (fenced fair semaphore)',
       'redis-semaphore RedlockSemaphore',
     ];
 // --baseline=<copy of an older dist/esm>: its semaphore (defaults) too, for a before/after in one run.
@@ -57,10 +60,22 @@ if (process.argv[2] === 'worker') {
     return { permits: permitsTaken, attempts, waits };
   };
   await loop(warmUntil);
+  // The process's write and read system calls (Linux), as sockets' writes and reads.
+  const io = () =>
+    Object.fromEntries([...readFileSync('/proc/self/io', 'utf8').matchAll(/(\w+): (\d+)/g)].map(([, k, v]) => [k, Number(v)]));
+  const io0 = io();
   const cpu = process.cpuUsage();
   const measured = await loop(endAt);
   const used = process.cpuUsage(cpu);
-  process.send({ type: 'result', ...measured, cpu: used.user + used.system, reportsAttempts: typeof lib.attempts === 'function' });
+  const io1 = io();
+  process.send({
+    type: 'result',
+    ...measured,
+    cpu: used.user + used.system,
+    syscw: io1.syscw - io0.syscw,
+    syscr: io1.syscr - io0.syscr,
+    reportsAttempts: typeof lib.attempts === 'function',
+  });
   await lib.close();
   process.exit(0);
 }
@@ -70,6 +85,8 @@ const LIMIT = Number(option('limit', 4));
 const ROUNDS = Number(option('rounds', 2));
 const WARMUP = Number(option('warmup', 3)) * 1000;
 const SECONDS = Number(option('seconds', 6));
+// --top=N: how many of the most run commands to show per row.
+const TOP = Number(option('top', 4));
 
 const fleet = await startNodes(5);
 const { default: Redis } = await import('ioredis');
@@ -126,6 +143,8 @@ async function round(lib) {
     perSecond: taken / SECONDS,
     attempts: rs[0].reportsAttempts ? rs.reduce((s, r) => s + r.attempts, 0) / taken : undefined,
     clientCpu: rs.reduce((s, r) => s + r.cpu, 0) / taken,
+    syscw: rs.reduce((s, r) => s + r.syscw, 0) / taken,
+    syscr: rs.reduce((s, r) => s + r.syscr, 0) / taken,
     serverCpu: (after.cpu - before.cpu) / taken,
     waits: {
       p50: at(0.5),
@@ -145,21 +164,21 @@ try {
     `${PROCESSES} processes, limit ${LIMIT}, 1 ms holds, 5 nodes; ${ROUNDS} round(s) x ${SECONDS} s after ${WARMUP / 1000} s of warm-up, medians\n`,
   );
   console.log(
-    '| library | permits/s | attempts / permit | client CPU µs / permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
+    '| library | permits/s | attempts / permit | client CPU µs / permit | client writes / reads per permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
   );
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const lib of LIBS) {
     const rs = rounds[lib];
     const m = (f) => median(rs.map(f));
     const mid = [...rs].sort((a, b) => a.perSecond - b.perSecond)[Math.floor((rs.length - 1) / 2)];
     const top = Object.entries(mid.commands)
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 4)
+      .slice(0, TOP)
       .map(([name, n]) => `${name} ${n.toFixed(1)}`)
       .join(', ');
     const scripts = ['evalsha', 'eval'].reduce((s, name) => s + (mid.commands[name] ?? 0), 0);
     console.log(
-      `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
+      `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} | ${m((r) => r.syscw).toFixed(1)} / ${m((r) => r.syscr).toFixed(1)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
     );
   }
   console.log('\n| library | wait p50 ms | p99 | longest | waits >= 40 ms | of which in <= 2 attempts |');
@@ -173,7 +192,7 @@ try {
     );
   }
   console.log(
-    '\nscripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them; waits: each acquire call, medians over rounds.',
+    "\nclient writes / reads: the processes' write and read system calls (/proc/self/io); scripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them; waits: each acquire call, medians over rounds.",
   );
 } finally {
   admins.forEach((c) => c.disconnect());
