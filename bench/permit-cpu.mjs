@@ -13,7 +13,8 @@
 // On this 2-core machine the processes and the servers share the cores, so throughput
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -37,9 +38,31 @@ const BASELINE = process.argv.find((a) => a.startsWith('--baseline='))?.slice(11
 const BASELINE_ROW = 'nest-redlock semaphore (baseline)';
 if (BASELINE) LIBS.push(BASELINE_ROW);
 const TTL = 30_000;
+// --profile: the first process of each row runs its measured window (not its warm-up)
+// under the V8 CPU profiler, written to bench/results/profiles/ (for DevTools or
+// `node bench/profile-summary.mjs <file>`).
+const PROFILE = process.argv.includes('--profile');
+
+async function startProfile() {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return session;
+}
+
+async function writeProfile(session, name) {
+  const { profile } = await session.post('Profiler.stop');
+  const dir = new URL('./results/profiles/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const file = new URL(`./permit-${name.replace(/\W+/g, '-')}-${Date.now()}.cpuprofile`, dir);
+  writeFileSync(file, JSON.stringify(profile));
+  console.log(`profile: ${file.pathname}`);
+}
 
 if (process.argv[2] === 'worker') {
-  const { lib: name, urls, permits } = JSON.parse(process.argv[3]);
+  const { lib: name, urls, permits, profile } = JSON.parse(process.argv[3]);
   const lib = await adapters[name].create(urls, { wait: true, permits });
   await lib.ready();
   process.send({ type: 'ready' });
@@ -63,19 +86,27 @@ if (process.argv[2] === 'worker') {
   // The process's write and read system calls (Linux), as sockets' writes and reads.
   const io = () =>
     Object.fromEntries([...readFileSync('/proc/self/io', 'utf8').matchAll(/(\w+): (\d+)/g)].map(([, k, v]) => [k, Number(v)]));
+  const session = profile ? await startProfile() : undefined;
   const io0 = io();
   const cpu = process.cpuUsage();
   const measured = await loop(endAt);
   const used = process.cpuUsage(cpu);
   const io1 = io();
-  process.send({
-    type: 'result',
-    ...measured,
-    cpu: used.user + used.system,
-    syscw: io1.syscw - io0.syscw,
-    syscr: io1.syscr - io0.syscr,
-    reportsAttempts: typeof lib.attempts === 'function',
-  });
+  if (session) await writeProfile(session, name);
+  // Sent before the exit below: a large message (every wait) still being written was lost with the process.
+  await new Promise((sent) =>
+    process.send(
+      {
+        type: 'result',
+        ...measured,
+        cpu: used.user + used.system,
+        syscw: io1.syscw - io0.syscw,
+        syscr: io1.syscr - io0.syscr,
+        reportsAttempts: typeof lib.attempts === 'function',
+      },
+      sent,
+    ),
+  );
   await lib.close();
   process.exit(0);
 }
@@ -107,17 +138,23 @@ const serverState = async () => {
 const execArgv = process.env.BENCH_WORKER_ARGS?.split(' ') ?? [];
 
 async function round(lib) {
-  const workers = Array.from({ length: PROCESSES }, () =>
+  const workers = Array.from({ length: PROCESSES }, (_, i) =>
     lib === BASELINE_ROW
       ? fork(
           fileURLToPath(import.meta.url),
-          ['worker', JSON.stringify({ lib: 'nest-redlock semaphore', urls: fleet.urls, permits: LIMIT })],
+          ['worker', JSON.stringify({ lib: 'nest-redlock semaphore', urls: fleet.urls, permits: LIMIT, profile: PROFILE && i === 0 })],
           {
             env: { ...process.env, BENCH_NEST_REDLOCK: pathToFileURL(resolve(BASELINE, 'core/index.js')).href },
             execArgv,
           },
         )
-      : fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT })], { execArgv }),
+      : fork(
+          fileURLToPath(import.meta.url),
+          ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT, profile: PROFILE && i === 0 })],
+          {
+            execArgv,
+          },
+        ),
   );
   const next = (w) => new Promise((resolve, reject) => (w.once('message', resolve), w.once('exit', reject)));
   await Promise.all(workers.map(next));

@@ -551,8 +551,8 @@ if left > 0 then
 end
 redis.call('ZADD', q, 'NX', ARGV[4], me)
 redis.call('HSET', d, me, (now + tonumber(ARGV[6])) .. ' ' .. ttl .. ' ' .. ARGV[7] .. ' ' .. value)
-keep(q, ARGV[6])
-keep(d, ARGV[6])
+keep(q, tonumber(ARGV[6]))
+keep(d, tonumber(ARGV[6]))
 return -1`;
 // A release, or the undo of an attempt: the value's permit given back and each free permit
 // handed to the first fresh waiter (its value added with its ttl, a token drawn, '<value>
@@ -637,7 +637,13 @@ function rawFencedSemaphore() {
           for (const reply of run(0, key, me, value, permits, since, ttl, ENTRY_TTL, Date.now() * 1000, RETENTION))
             reply.then(
               (r) => r !== -1 && vote(value, r),
-              () => undefined,
+              // A node down is no vote; a script's error is the floor's bug, and ends the run.
+              (error) => {
+                if (error?.name === 'ReplyError')
+                  process.nextTick(() => {
+                    throw error;
+                  });
+              },
             );
           const ok = await held;
           clearTimeout(timer);
