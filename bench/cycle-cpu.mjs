@@ -18,12 +18,11 @@
 // `--profile=<lib>`: run only that library, and only its measured blocks under
 // the V8 CPU profiler (written to bench/results/profiles/, for DevTools or
 // `node bench/profile-summary.mjs <file>`): warm-up excluded.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startNode } from '../scripts/redis-spawner.mjs';
 import { adapters } from './adapters/index.mjs';
+import { startProfile, writeProfile } from './cpu-profile.mjs';
 import { median, option, shuffle } from './report.mjs';
 
 const ROUNDS = Number(option('rounds', 7));
@@ -60,14 +59,7 @@ try {
   };
   for (const name of LIBS) await block(name, WARMUP);
 
-  let session;
-  if (PROFILE) {
-    session = new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: 50 });
-    await session.post('Profiler.start');
-  }
+  const session = PROFILE ? await startProfile(50) : undefined;
   const cpu = Object.fromEntries(LIBS.map((l) => [l, []]));
   for (let r = 0; r < ROUNDS; r++) {
     for (const name of shuffle(LIBS)) {
@@ -77,14 +69,7 @@ try {
       cpu[name].push((used.user + used.system) / CYCLES);
     }
   }
-  if (session) {
-    const { profile } = await session.post('Profiler.stop');
-    const dir = new URL('./results/profiles/', import.meta.url);
-    mkdirSync(dir, { recursive: true });
-    const file = new URL(`./${PROFILE.replace(/\W+/g, '-')}-${Date.now()}.cpuprofile`, dir);
-    writeFileSync(file, JSON.stringify(profile));
-    console.log(`profile: ${file.pathname}`);
-  }
+  if (session) await writeProfile(session, PROFILE);
   for (const name of LIBS) await libs[name].close();
 
   const raw = median(cpu.raw ?? []);

@@ -13,13 +13,13 @@
 // On this 2-core machine the processes and the servers share the cores, so throughput
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startNodes } from '../scripts/redis-spawner.mjs';
 import { adapters } from './adapters/index.mjs';
+import { startProfile, writeProfile } from './cpu-profile.mjs';
 import { median, option, shuffle } from './report.mjs';
 
 const LIBS_ARG = process.argv.find((a) => a.startsWith('--libs='))?.slice(7);
@@ -39,27 +39,8 @@ const BASELINE_ROW = 'nest-redlock semaphore (baseline)';
 if (BASELINE) LIBS.push(BASELINE_ROW);
 const TTL = 30_000;
 // --profile: the first process of each row runs its measured window (not its warm-up)
-// under the V8 CPU profiler, written to bench/results/profiles/ (for DevTools or
-// `node bench/profile-summary.mjs <file>`).
+// under the V8 CPU profiler (see cpu-profile.mjs).
 const PROFILE = process.argv.includes('--profile');
-
-async function startProfile() {
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 200 });
-  await session.post('Profiler.start');
-  return session;
-}
-
-async function writeProfile(session, name) {
-  const { profile } = await session.post('Profiler.stop');
-  const dir = new URL('./results/profiles/', import.meta.url);
-  mkdirSync(dir, { recursive: true });
-  const file = new URL(`./permit-${name.replace(/\W+/g, '-')}-${Date.now()}.cpuprofile`, dir);
-  writeFileSync(file, JSON.stringify(profile));
-  console.log(`profile: ${file.pathname}`);
-}
 
 if (process.argv[2] === 'worker') {
   const { lib: name, urls, permits, profile } = JSON.parse(process.argv[3]);
@@ -86,14 +67,14 @@ if (process.argv[2] === 'worker') {
   // The process's write and read system calls (Linux), as sockets' writes and reads.
   const io = () =>
     Object.fromEntries([...readFileSync('/proc/self/io', 'utf8').matchAll(/(\w+): (\d+)/g)].map(([, k, v]) => [k, Number(v)]));
-  const session = profile ? await startProfile() : undefined;
+  const session = profile ? await startProfile(200) : undefined;
   const io0 = io();
   const cpu = process.cpuUsage();
   const measured = await loop(endAt);
   const used = process.cpuUsage(cpu);
   const io1 = io();
-  if (session) await writeProfile(session, name);
-  // Sent before the exit below: a large message (every wait) still being written was lost with the process.
+  if (session) await writeProfile(session, `permit-${name}`);
+  // Sent before the exit below: a large message (every wait) still being written may be lost with the process.
   await new Promise((sent) =>
     process.send(
       {
