@@ -1,0 +1,157 @@
+// Node time of a contended semaphore's scripts: this library's against the fenced fair
+// floor's (`node bench/permit-scripts.mjs`, after `npm run build` and `npm --prefix bench install`).
+//
+// One local node, one connection, nothing else running on the node. 16 callers take
+// permits of one semaphore of limit 4 in turn as the semaphore scenario's processes do, by
+// the scripts alone, with the keys and arguments each sends (this library's through its own
+// permitCalls, fencing and fair waiting on): 4 hold, 12 wait in the queue. Per permit, the
+// oldest holder releases, and the release hands its permit over to the first waiter; then
+// that caller asks again, is refused and queues last. Blocks of `--permits` permits,
+// interleaved over `--rounds` rounds; per block the node's own time (INFO commandstats,
+// reset before it) per permit: the scripts' total, and the commands they ran inside.
+// `--baseline=<copy of an older dist/esm>` adds that build's scripts, for a before/after.
+// Prints the medians over rounds.
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
+import { startNode } from '../scripts/redis-spawner.mjs';
+import { FENCED_PERMIT } from './adapters/index.mjs';
+import { median, option, shuffle } from './report.mjs';
+
+const ROUNDS = Number(option('rounds', 5));
+const PERMITS = Number(option('permits', 10_000));
+const BASELINE = option('baseline', undefined);
+const LIMIT = 4;
+const CALLERS = 16;
+const TTL = 30_000;
+const ENTRY_TTL = 900;
+const RETENTION = 7 * 24 * 3600 * 1000;
+
+const build = async (dir) => ({
+  ...(await import(pathToFileURL(resolve(dir, 'core/permit.js')).href)),
+  ...(await import(pathToFileURL(resolve(dir, 'core/keys.js')).href)),
+});
+const node = await startNode();
+const client = new Redis(node.url);
+try {
+  const [floorAcquire, floorRelease] = await Promise.all(
+    [FENCED_PERMIT.acquire, FENCED_PERMIT.release].map((lua) => client.script('LOAD', lua)),
+  );
+  // A caller of this library: its permit's calls, built as an acquire builds them.
+  const library = async (dir) => {
+    const { permitCalls, KeyLayout } = await build(dir);
+    const layout = new KeyLayout('redlock:', false);
+    const clientId = randomBytes(6).toString('hex');
+    let position = Date.now();
+    return async (n) => {
+      const options = { fencing: true, fair: true, wakePrefix: 'redlock:wake:', nodes: 5 };
+      const send = (call) =>
+        client.evalshaBuffer(call.command.sha, call.keys.length, ...call.keys, ...call.argv).catch(async (error) => {
+          if (!String(error).includes('NOSCRIPT')) throw error;
+          await client.script('LOAD', call.command.lua);
+          return send(call);
+        });
+      const ask = async () => {
+        const value = randomBytes(20).toString('base64url') + ':host:1';
+        const waiter = `${clientId}.${randomBytes(8).toString('hex')}`;
+        const calls = permitCalls(layout, 'permits', { kind: String(LIMIT), writer: false }, value, options);
+        position += 0.01;
+        await send(
+          calls.acquire({
+            ttl: TTL,
+            fair: { join: { waiter, since: position, entryTtl: ENTRY_TTL } },
+            fencing: { retention: RETENTION, floor: Date.now() * 1000 },
+            attempt: 1,
+          }),
+        );
+        return { calls, waiter };
+      };
+      const queue = [];
+      for (let i = 0; i < CALLERS; i++) queue.push(await ask());
+      // The first LIMIT were admitted; the others wait, in order.
+      for (let i = 0; i < n; i++) {
+        const holder = queue.shift();
+        await send(holder.calls.release({ member: true, leaving: holder.waiter, skip: '' }));
+        queue.push(await ask());
+      }
+      for (const c of queue) await send(c.calls.release({ member: true, leaving: c.waiter, skip: '' }));
+    };
+  };
+  let since = Date.now();
+  const floor = async (n) => {
+    const key = 'fenced-floor:permits';
+    const ask = async () => {
+      since += 0.01; // in the order asked, as this library's positions (ms with µs digits)
+      const value = randomBytes(20).toString('base64url');
+      const me = `fenced-permit-floor:wake ${randomBytes(8).toString('base64url')}`;
+      await client.evalsha(
+        floorAcquire,
+        4,
+        key,
+        `${key}:waiters`,
+        `${key}:data`,
+        `${key}:fence`,
+        me,
+        value,
+        LIMIT,
+        since.toFixed(3),
+        TTL,
+        ENTRY_TTL,
+        Date.now() * 1000,
+        RETENTION,
+      );
+      return value;
+    };
+    const release = (value) =>
+      client.evalsha(floorRelease, 4, key, `${key}:waiters`, `${key}:data`, `${key}:fence`, value, LIMIT, RETENTION);
+    const queue = [];
+    for (let i = 0; i < CALLERS; i++) queue.push(await ask());
+    for (let i = 0; i < n; i++) {
+      await release(queue.shift());
+      queue.push(await ask());
+    }
+    for (const v of queue) await release(v);
+  };
+  const ways = {
+    'nest-redlock': await library(new URL('../dist/esm', import.meta.url).pathname),
+    ...(BASELINE && { 'nest-redlock (baseline)': await library(BASELINE) }),
+    'raw (fenced fair semaphore)': floor,
+  };
+  const results = Object.fromEntries(Object.keys(ways).map((w) => [w, []]));
+  for (const way of Object.keys(ways)) await ways[way](2000); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const way of shuffle(Object.keys(ways))) {
+      await client.flushall();
+      await client.config('RESETSTAT');
+      await ways[way](PERMITS);
+      const stats = await client.info('commandstats');
+      const all = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)].map(([, name, calls, usec]) => ({
+        name,
+        calls: +calls,
+        usec: +usec,
+      }));
+      const scripts = all.filter((s) => s.name === 'evalsha' || s.name === 'eval');
+      const inside = all.filter((s) => !['evalsha', 'eval', 'flushall', 'config', 'info', 'script'].includes(s.name));
+      results[way].push({
+        total: scripts.reduce((sum, s) => sum + s.usec, 0) / PERMITS,
+        inner: inside.reduce((sum, s) => sum + s.usec, 0) / PERMITS,
+        calls: inside.reduce((sum, s) => sum + s.calls, 0) / PERMITS,
+      });
+    }
+  }
+  console.log(
+    `### Node time per contended permit (${ROUNDS} rounds x ${PERMITS} permits, limit ${LIMIT}, ${CALLERS} callers, one node; medians)\n`,
+  );
+  console.log('| scripts | µs per permit | commands inside | their µs | per round |');
+  console.log('|---|---|---|---|---|');
+  for (const [way, rounds] of Object.entries(results)) {
+    const m = (k) => median(rounds.map((r) => r[k]));
+    console.log(
+      `| ${way} | ${m('total').toFixed(1)} | ${m('calls').toFixed(1)} | ${m('inner').toFixed(1)} | ${rounds.map((r) => r.total.toFixed(1)).join(' ')} |`,
+    );
+  }
+} finally {
+  client.disconnect();
+  await node.stop();
+}
