@@ -57,20 +57,25 @@ local function weight(member, limit)
   if string.sub(member, -2) == ':w' then return limit end
   return 1
 end
--- The weight of the live holders (expired ones are dropped first).
+-- The weight of the live holders (expired ones are dropped first). A semaphore's
+-- (limit below 1e9: see MAX_LIMIT) all weigh 1: its count, not its members.
 local function heldWeight(key, now, limit)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
+  if limit < 1e9 then return redis.call('ZCARD', key) end
   local used = 0
   for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do used = used + weight(m, limit) end
   return used
 end
--- The set and its kind live as long as the longest permit.
-local function keepFor(key, kindKey, kind, now)
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
-  if not last then return end
-  local ms = math.max(1, tonumber(last) - now)
-  redis.call('PEXPIRE', key, ms)
-  redis.call('SET', kindKey, kind, 'PX', ms)
+-- The set and its kind outlive a permit of ttl ms just granted or extended: found
+-- shorter, both get twice that (as atLeast, and set together, so the kind lives as
+-- long as the set). One PTTL on most grants, where reading the longest permit and
+-- setting both keys to it was three calls on every grant; a set then lives up to
+-- twice its longest permit's ttl past the last release.
+local function keepFor(key, kindKey, kind, ttl)
+  if redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, 2 * ttl)
+    redis.call('SET', kindKey, kind, 'PX', 2 * ttl)
+  end
 end
 `;
 
@@ -101,7 +106,7 @@ local function handOver(d, id, now, hand)
   if not member or kind ~= hand.kind or (retention ~= '0' and not hand.fence) then return false end
   redis.call('ZADD', hand.key, now + tonumber(ttl), member)
   redis.call('HSET', d, id, -(now + tonumber(ttl)))
-  keepFor(hand.key, hand.kindKey, hand.kind, now)
+  keepFor(hand.key, hand.kindKey, hand.kind, tonumber(ttl))
   local token = '0'
   if retention ~= '0' then
     token = floor
@@ -214,7 +219,7 @@ if waiter then
 end
 if not admitted then return {0, -1} end
 redis.call('ZADD', key, now + ttl, member)
-keepFor(key, kindKey, kind, now)
+keepFor(key, kindKey, kind, ttl)
 if not retention then return {1, 0} end
 local fence = KEYS[3]
 if mine then return {1, tonumber(redis.call('GET', fence) or '0')} end
@@ -273,7 +278,7 @@ local now = clock()
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) < now then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
-keepFor(KEYS[1], KEYS[2], ARGV[3], now)
+keepFor(KEYS[1], KEYS[2], ARGV[3], tonumber(ARGV[2]))
 return 1
 `,
   {

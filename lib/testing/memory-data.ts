@@ -136,12 +136,6 @@ export class Ops {
     if (zset.scores.size === 0) this.server.data.delete(key);
   }
 
-  /** The highest score (`ZRANGE key -1 -1 WITHSCORES`). */
-  zmaxScore(key: string): number | undefined {
-    const scores = [...(this.typed(key, 'zset')?.scores.values() ?? [])];
-    return scores.length ? Math.max(...scores) : undefined;
-  }
-
   zrem(key: string, member: string): number {
     const zset = this.typed(key, 'zset');
     if (!zset?.scores.delete(member)) return 0;

@@ -17,18 +17,18 @@ export function atLeast(ops: Ops, key: string, ms: string): void {
   if (ops.pttl(key) < Number(ms)) ops.pexpire(key, String(2 * Number(ms)));
 }
 
-/** The weight of the live holders; expired ones are dropped first. */
+/** The weight of the live holders; expired ones are dropped first. A semaphore's all weigh 1. */
 export function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
   ops.zremBelow(key, now);
-  return ops.zmembers(key).reduce((used, m) => used + weight(m, limit), 0);
+  const members = ops.zmembers(key);
+  return limit < 1e9 ? members.length : members.reduce((used, m) => used + weight(m, limit), 0);
 }
 
-function keepFor(ops: Ops, key: string, kindKey: string, kind: string, now: number): void {
-  const last = ops.zmaxScore(key);
-  if (last === undefined) return;
-  const ms = String(Math.max(1, last - now));
-  ops.pexpire(key, ms);
-  ops.set(kindKey, kind, ms);
+/** The set and its kind outlive a permit of `ttl` ms: found shorter, both get twice that (see HELPERS). */
+function keepFor(ops: Ops, key: string, kindKey: string, kind: string, ttl: number): void {
+  if (ops.pttl(key) >= ttl) return;
+  ops.pexpire(key, String(2 * ttl));
+  ops.set(kindKey, kind, String(2 * ttl));
 }
 
 /** A queue entry's state: a waiter, a holder's mark (admitted here) or stale (see permit-scripts.ts). */
@@ -55,7 +55,7 @@ function handOver(ops: Ops, d: string, id: string, now: number, hand: Hand): str
   if (kind !== hand.kind || (retention !== '0' && hand.fence === undefined)) return undefined;
   ops.zadd(hand.key, now + Number(ttl), member);
   ops.hset(d, id, String(-(now + Number(ttl))));
-  keepFor(ops, hand.key, hand.kindKey, hand.kind, now);
+  keepFor(ops, hand.key, hand.kindKey, hand.kind, Number(ttl));
   const token = retention === '0' ? '0' : String(fenceToken(ops, hand.fence!, retention, floor, false));
   return `${id} ${attempt} ${token}`;
 }
@@ -168,7 +168,7 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
     );
   if (!admitted) return [0, -1];
   ops.zadd(key, now + Number(ttl), member);
-  keepFor(ops, key, kindKey, kind, now);
+  keepFor(ops, key, kindKey, kind, Number(ttl));
   if (retention === undefined) return [1, 0];
   return [1, fenceToken(ops, KEYS[2]!, retention, floor!, mine)];
 };
@@ -189,7 +189,7 @@ const permitExtend: Implementation = (ops, KEYS, ARGV) => {
   const now = ops.clockMs();
   if (!held(ops, KEYS[0]!, ARGV[0]!, now)) return 0;
   ops.zadd(KEYS[0]!, now + Number(ARGV[1]), ARGV[0]!, true);
-  keepFor(ops, KEYS[0]!, KEYS[1]!, ARGV[2]!, now);
+  keepFor(ops, KEYS[0]!, KEYS[1]!, ARGV[2]!, Number(ARGV[1]));
   return 1;
 };
 

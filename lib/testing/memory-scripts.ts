@@ -359,15 +359,15 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   acquire: 'f8f699c4a0074b1d48b2f37154543ab5aff8c76b',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: '04e472ed93d6806b6201d8e424bce065affcad0c',
+  inspect: '379a1319cfdf0e9d2ea7249fbdf01c37a86bb2db',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: 'a04c4494dc58cc0f93cb711d1e2a86ba5272d0f9',
   'leave-queue': 'e03b55605b99b6729d61745d5a47762ff6c9a392',
-  'force-release': 'eecbe0ba30556c8c5184043245dddd598c06f5b7',
-  'permit-acquire': '63c130c86c4d2c169f0974683a56957eedda878c',
-  'permit-confirm': 'f289ad0ecb3a83405a836b48a882028a58edbea1',
-  'permit-extend': 'd2d79da84aa80597116106aa417bfcb034352fee',
-  'permit-release': '3d51d02b23a52900cf0d37f90c90fd9b0259fa02',
+  'force-release': 'bf7bded57eb7178a280b823854665c627cd195ce',
+  'permit-acquire': '7f86e4d9513ef77bfce883b5fd7632f034d6ec08',
+  'permit-confirm': '1faf94b7bacb2a14a9346998aedf48edbd1e05c3',
+  'permit-extend': 'c43bc16fe27652855e8ccc6a15529191144ba53d',
+  'permit-release': '80feed0fd64b6ee83be1b5ced7d71241db83cef3',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */

@@ -243,6 +243,24 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(after).toBeGreaterThanOrEqual(ENTRY_TTL);
     });
 
+    it("a grant does not set the holders' expiry again every time (found short, the set and its kind get twice the ttl), and they outlive the permit", async () => {
+      // Reading the longest permit and setting both keys' expiry to it took three calls on every grant.
+      const { acquire } = scriptsOf('keep-once');
+      const node = backend.direct[0]!;
+      const ttl = () => node.pttl('keep-once:lock');
+      expect(await acquire(0, 'holder')).toBe(true);
+      const set = await ttl();
+      expect(set).toBeGreaterThan(10_000);
+      expect(Math.abs((await node.pttl('keep-once:kind')) - set)).toBeLessThan(100);
+      await until(async () => (await ttl()) < set, 'the holders key ages');
+      const aged = await ttl();
+      // Granted again (a resent attempt): the key's expiry is not set anew.
+      expect(await acquire(0, 'holder')).toBe(true);
+      const after = await ttl();
+      expect(after).toBeLessThanOrEqual(aged);
+      expect(after).toBeGreaterThanOrEqual(10_000);
+    });
+
     it("a short-lived waiter does not cut the life of a longer one's queue entry (the queue keys' ttl only grows)", async () => {
       // The keys hold every waiter's entry: expiring them with the shortest caller's entry
       // ttl wiped a patient waiter's place, so that the release handed the permit to nobody,
