@@ -10,6 +10,7 @@
 // interleaved over `--rounds` rounds; per block the node's own time (INFO commandstats,
 // reset before it) per permit: the scripts' total, and the commands they ran inside.
 // `--baseline=<copy of an older dist/esm>` adds that build's scripts, for a before/after.
+// `--refused`: a refused attempt's cost instead (the last waiter's attempt, sent again and again).
 // Prints the medians over rounds.
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -22,6 +23,8 @@ import { median, option, shuffle } from './report.mjs';
 const ROUNDS = Number(option('rounds', 5));
 const PERMITS = Number(option('permits', 10_000));
 const BASELINE = option('baseline', undefined);
+// --refused: only the last caller's attempt, refused and sent again and again (see run below).
+const REFUSED = process.argv.includes('--refused');
 const LIMIT = 4;
 const CALLERS = 16;
 const TTL = 30_000;
@@ -38,80 +41,63 @@ try {
   const [floorAcquire, floorRelease] = await Promise.all(
     [FENCED_PERMIT.acquire, FENCED_PERMIT.release].map((lua) => client.script('LOAD', lua)),
   );
+  // The callers take permits in turn (see the top), or with --refused the last of them asks
+  // again and again while the others hold and wait: a refused attempt's own cost.
+  const run = async (ask, n) => {
+    const queue = [];
+    for (let i = 0; i < CALLERS; i++) queue.push(await ask());
+    // The first LIMIT were admitted; the others wait, in order.
+    if (REFUSED) for (let i = 0; i < n; i++) await queue.at(-1).again();
+    else
+      for (let i = 0; i < n; i++) {
+        await queue.shift().release();
+        queue.push(await ask());
+      }
+    for (const caller of queue) await caller.release();
+  };
   // A caller of this library: its permit's calls, built as an acquire builds them.
   const library = async (dir) => {
     const { permitCalls, KeyLayout } = await build(dir);
     const layout = new KeyLayout('redlock:', false);
     const clientId = randomBytes(6).toString('hex');
+    const options = { fencing: true, fair: true, wakePrefix: 'redlock:wake:', nodes: 5 };
+    const send = (call) =>
+      client.evalshaBuffer(call.command.sha, call.keys.length, ...call.keys, ...call.argv).catch(async (error) => {
+        if (!String(error).includes('NOSCRIPT')) throw error;
+        await client.script('LOAD', call.command.lua);
+        return send(call);
+      });
     let position = Date.now();
-    return async (n) => {
-      const options = { fencing: true, fair: true, wakePrefix: 'redlock:wake:', nodes: 5 };
-      const send = (call) =>
-        client.evalshaBuffer(call.command.sha, call.keys.length, ...call.keys, ...call.argv).catch(async (error) => {
-          if (!String(error).includes('NOSCRIPT')) throw error;
-          await client.script('LOAD', call.command.lua);
-          return send(call);
-        });
-      const ask = async () => {
-        const value = randomBytes(20).toString('base64url') + ':host:1';
-        const waiter = `${clientId}.${randomBytes(8).toString('hex')}`;
-        const calls = permitCalls(layout, 'permits', { kind: String(LIMIT), writer: false }, value, options);
-        position += 0.01;
-        await send(
-          calls.acquire({
-            ttl: TTL,
-            fair: { join: { waiter, since: position, entryTtl: ENTRY_TTL } },
-            fencing: { retention: RETENTION, floor: Date.now() * 1000 },
-            attempt: 1,
-          }),
-        );
-        return { calls, waiter };
-      };
-      const queue = [];
-      for (let i = 0; i < CALLERS; i++) queue.push(await ask());
-      // The first LIMIT were admitted; the others wait, in order.
-      for (let i = 0; i < n; i++) {
-        const holder = queue.shift();
-        await send(holder.calls.release({ member: true, leaving: holder.waiter, skip: '' }));
-        queue.push(await ask());
-      }
-      for (const c of queue) await send(c.calls.release({ member: true, leaving: c.waiter, skip: '' }));
+    const ask = async () => {
+      const value = randomBytes(20).toString('base64url') + '.' + randomBytes(30).toString('base64url');
+      const waiter = `${clientId}.${randomBytes(8).toString('hex')}`;
+      const calls = permitCalls(layout, 'permits', { kind: String(LIMIT), writer: false }, value, options);
+      position += 0.01;
+      const attempt = calls.acquire({
+        ttl: TTL,
+        fair: { join: { waiter, since: position, entryTtl: ENTRY_TTL } },
+        fencing: { retention: RETENTION, floor: Date.now() * 1000 },
+        attempt: 1,
+      });
+      await send(attempt);
+      return { again: () => send(attempt), release: () => send(calls.release({ member: true, leaving: waiter, skip: '' })) };
     };
+    return (n) => run(ask, n);
   };
   let since = Date.now();
-  const floor = async (n) => {
+  const floor = (n) => {
     const key = 'fenced-floor:permits';
+    const keys = [key, `${key}:waiters`, `${key}:data`, `${key}:fence`];
     const ask = async () => {
       since += 0.01; // in the order asked, as this library's positions (ms with µs digits)
       const value = randomBytes(20).toString('base64url');
       const me = `fenced-permit-floor:wake ${randomBytes(8).toString('base64url')}`;
-      await client.evalsha(
-        floorAcquire,
-        4,
-        key,
-        `${key}:waiters`,
-        `${key}:data`,
-        `${key}:fence`,
-        me,
-        value,
-        LIMIT,
-        since.toFixed(3),
-        TTL,
-        ENTRY_TTL,
-        Date.now() * 1000,
-        RETENTION,
-      );
-      return value;
+      const argv = [me, value, LIMIT, since.toFixed(3), TTL, ENTRY_TTL, Date.now() * 1000, RETENTION];
+      const again = () => client.evalsha(floorAcquire, 4, ...keys, ...argv);
+      await again();
+      return { again, release: () => client.evalsha(floorRelease, 4, ...keys, value, LIMIT, RETENTION) };
     };
-    const release = (value) =>
-      client.evalsha(floorRelease, 4, key, `${key}:waiters`, `${key}:data`, `${key}:fence`, value, LIMIT, RETENTION);
-    const queue = [];
-    for (let i = 0; i < CALLERS; i++) queue.push(await ask());
-    for (let i = 0; i < n; i++) {
-      await release(queue.shift());
-      queue.push(await ask());
-    }
-    for (const v of queue) await release(v);
+    return run(ask, n);
   };
   const ways = {
     'nest-redlock': await library(new URL('../dist/esm', import.meta.url).pathname),
@@ -141,9 +127,9 @@ try {
     }
   }
   console.log(
-    `### Node time per contended permit (${ROUNDS} rounds x ${PERMITS} permits, limit ${LIMIT}, ${CALLERS} callers, one node; medians)\n`,
+    `### Node time per ${REFUSED ? 'refused attempt' : 'contended permit'} (${ROUNDS} rounds x ${PERMITS}, limit ${LIMIT}, ${CALLERS} callers, one node; medians)\n`,
   );
-  console.log('| scripts | µs per permit | commands inside | their µs | per round |');
+  console.log(`| scripts | µs per ${REFUSED ? 'attempt' : 'permit'} | commands inside | their µs | per round |`);
   console.log('|---|---|---|---|---|');
   for (const [way, rounds] of Object.entries(results)) {
     const m = (k) => median(rounds.map((r) => r[k]));
