@@ -43,7 +43,7 @@ const TTL = 30_000;
 const PROFILE = process.argv.includes('--profile');
 
 if (process.argv[2] === 'worker') {
-  const { lib: name, urls, permits, profile } = JSON.parse(process.argv[3]);
+  const { lib: name, urls, permits, profile, callers } = JSON.parse(process.argv[3]);
   const lib = await adapters[name].create(urls, { wait: true, permits });
   await lib.ready();
   process.send({ type: 'ready' });
@@ -63,14 +63,20 @@ if (process.argv[2] === 'worker') {
     }
     return { permits: permitsTaken, attempts, waits };
   };
-  await loop(warmUntil);
+  // --callers: that many loops at once in this process, over its one client.
+  const loops = async (until) => {
+    const each = await Promise.all(Array.from({ length: callers }, () => loop(until)));
+    return { permits: sum(each, 'permits'), attempts: sum(each, 'attempts'), waits: each.flatMap((r) => r.waits) };
+  };
+  const sum = (rs, k) => rs.reduce((total, r) => total + r[k], 0);
+  await loops(warmUntil);
   // The process's write and read system calls (Linux), as sockets' writes and reads.
   const io = () =>
     Object.fromEntries([...readFileSync('/proc/self/io', 'utf8').matchAll(/(\w+): (\d+)/g)].map(([, k, v]) => [k, Number(v)]));
   const session = profile ? await startProfile(200) : undefined;
   const io0 = io();
   const cpu = process.cpuUsage();
-  const measured = await loop(endAt);
+  const measured = await loops(endAt);
   const used = process.cpuUsage(cpu);
   const io1 = io();
   if (session) await writeProfile(session, `permit-${name}`);
@@ -93,6 +99,10 @@ if (process.argv[2] === 'worker') {
 }
 
 const PROCESSES = Number(option('processes', 16));
+// --callers=N: N callers in each process (one client each process), for the clients' cost
+// with fewer processes to warm up: `--processes=1 --callers=16` is the scenario's 16 callers
+// in one process.
+const CALLERS = Number(option('callers', 1));
 const LIMIT = Number(option('limit', 4));
 const ROUNDS = Number(option('rounds', 2));
 const WARMUP = Number(option('warmup', 3)) * 1000;
@@ -123,7 +133,16 @@ async function round(lib) {
     lib === BASELINE_ROW
       ? fork(
           fileURLToPath(import.meta.url),
-          ['worker', JSON.stringify({ lib: 'nest-redlock semaphore', urls: fleet.urls, permits: LIMIT, profile: PROFILE && i === 0 })],
+          [
+            'worker',
+            JSON.stringify({
+              lib: 'nest-redlock semaphore',
+              urls: fleet.urls,
+              permits: LIMIT,
+              profile: PROFILE && i === 0,
+              callers: CALLERS,
+            }),
+          ],
           {
             env: { ...process.env, BENCH_NEST_REDLOCK: pathToFileURL(resolve(BASELINE, 'core/index.js')).href },
             execArgv,
@@ -131,7 +150,7 @@ async function round(lib) {
         )
       : fork(
           fileURLToPath(import.meta.url),
-          ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT, profile: PROFILE && i === 0 })],
+          ['worker', JSON.stringify({ lib, urls: fleet.urls, permits: LIMIT, profile: PROFILE && i === 0, callers: CALLERS })],
           {
             execArgv,
           },
@@ -179,7 +198,7 @@ try {
   const rounds = Object.fromEntries(LIBS.map((l) => [l, []]));
   for (let r = 0; r < ROUNDS; r++) for (const lib of shuffle(LIBS)) rounds[lib].push(await round(lib));
   console.log(
-    `${PROCESSES} processes, limit ${LIMIT}, 1 ms holds, 5 nodes; ${ROUNDS} round(s) x ${SECONDS} s after ${WARMUP / 1000} s of warm-up, medians\n`,
+    `${PROCESSES} processes${CALLERS > 1 ? ` of ${CALLERS} callers` : ''}, limit ${LIMIT}, 1 ms holds, 5 nodes; ${ROUNDS} round(s) x ${SECONDS} s after ${WARMUP / 1000} s of warm-up, medians\n`,
   );
   console.log(
     '| library | permits/s | attempts / permit | client CPU µs / permit | client writes / reads per permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
