@@ -13,7 +13,8 @@
 import { Redis } from 'ioredis';
 import { startNode } from '../scripts/redis-spawner.mjs';
 import { FAIR_FLOOR } from './adapters/index.mjs';
-import { median, option, shuffle } from './report.mjs';
+import { option } from './report.mjs';
+import { printScriptTime, scriptTime } from './script-time.mjs';
 
 const ROUNDS = Number(option('rounds', 5));
 const HANDOFFS = Number(option('handoffs', 10_000));
@@ -59,37 +60,8 @@ try {
       }
     },
   };
-  const results = Object.fromEntries(Object.keys(ways).map((w) => [w, []]));
-  for (const way of Object.keys(ways)) await ways[way](1000); // warm-up
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const way of shuffle(Object.keys(ways))) {
-      await client.flushall();
-      await client.config('RESETSTAT');
-      await ways[way](HANDOFFS);
-      const stats = await client.info('commandstats');
-      const all = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)].map(([, name, calls, usec]) => ({
-        name,
-        calls: +calls,
-        usec: +usec,
-      }));
-      const scripts = all.find((s) => s.name === 'evalsha');
-      const inside = all.filter((s) => !['evalsha', 'flushall', 'config', 'info'].includes(s.name));
-      results[way].push({
-        total: scripts.usec / HANDOFFS,
-        inner: inside.reduce((sum, s) => sum + s.usec, 0) / HANDOFFS,
-        calls: inside.reduce((sum, s) => sum + s.calls, 0) / HANDOFFS,
-      });
-    }
-  }
-  console.log(`### Node time per contended hand-off (${ROUNDS} rounds x ${HANDOFFS} hand-offs, one node; medians)\n`);
-  console.log('| scripts | µs per hand-off | commands inside | their µs | per round |');
-  console.log('|---|---|---|---|---|');
-  for (const [way, rounds] of Object.entries(results)) {
-    const m = (k) => median(rounds.map((r) => r[k]));
-    console.log(
-      `| ${way} | ${m('total').toFixed(1)} | ${m('calls').toFixed(1)} | ${m('inner').toFixed(1)} | ${rounds.map((r) => r.total.toFixed(1)).join(' ')} |`,
-    );
-  }
+  const results = await scriptTime(client, ways, { rounds: ROUNDS, n: HANDOFFS, warmup: 1000 });
+  printScriptTime(`Node time per contended hand-off (${ROUNDS} rounds x ${HANDOFFS} hand-offs, one node; medians)`, 'hand-off', results);
 } finally {
   client.disconnect();
   await node.stop();

@@ -18,7 +18,8 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { startNode } from '../scripts/redis-spawner.mjs';
 import { FENCED_PERMIT } from './adapters/index.mjs';
-import { median, option, shuffle } from './report.mjs';
+import { option } from './report.mjs';
+import { printScriptTime, scriptTime } from './script-time.mjs';
 
 const ROUNDS = Number(option('rounds', 5));
 const PERMITS = Number(option('permits', 10_000));
@@ -104,39 +105,13 @@ try {
     ...(BASELINE && { 'nest-redlock (baseline)': await library(BASELINE) }),
     'raw (fenced fair semaphore)': floor,
   };
-  const results = Object.fromEntries(Object.keys(ways).map((w) => [w, []]));
-  for (const way of Object.keys(ways)) await ways[way](2000); // warm-up
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const way of shuffle(Object.keys(ways))) {
-      await client.flushall();
-      await client.config('RESETSTAT');
-      await ways[way](PERMITS);
-      const stats = await client.info('commandstats');
-      const all = [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)].map(([, name, calls, usec]) => ({
-        name,
-        calls: +calls,
-        usec: +usec,
-      }));
-      const scripts = all.filter((s) => s.name === 'evalsha' || s.name === 'eval');
-      const inside = all.filter((s) => !['evalsha', 'eval', 'flushall', 'config', 'info', 'script'].includes(s.name));
-      results[way].push({
-        total: scripts.reduce((sum, s) => sum + s.usec, 0) / PERMITS,
-        inner: inside.reduce((sum, s) => sum + s.usec, 0) / PERMITS,
-        calls: inside.reduce((sum, s) => sum + s.calls, 0) / PERMITS,
-      });
-    }
-  }
-  console.log(
-    `### Node time per ${REFUSED ? 'refused attempt' : 'contended permit'} (${ROUNDS} rounds x ${PERMITS}, limit ${LIMIT}, ${CALLERS} callers, one node; medians)\n`,
+  const results = await scriptTime(client, ways, { rounds: ROUNDS, n: PERMITS, warmup: 2000 });
+  const what = REFUSED ? 'refused attempt' : 'contended permit';
+  printScriptTime(
+    `Node time per ${what} (${ROUNDS} rounds x ${PERMITS}, limit ${LIMIT}, ${CALLERS} callers, one node; medians)`,
+    REFUSED ? 'attempt' : 'permit',
+    results,
   );
-  console.log(`| scripts | µs per ${REFUSED ? 'attempt' : 'permit'} | commands inside | their µs | per round |`);
-  console.log('|---|---|---|---|---|');
-  for (const [way, rounds] of Object.entries(results)) {
-    const m = (k) => median(rounds.map((r) => r[k]));
-    console.log(
-      `| ${way} | ${m('total').toFixed(1)} | ${m('calls').toFixed(1)} | ${m('inner').toFixed(1)} | ${rounds.map((r) => r.total.toFixed(1)).join(' ')} |`,
-    );
-  }
 } finally {
   client.disconnect();
   await node.stop();
