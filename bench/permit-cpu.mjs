@@ -64,11 +64,11 @@ if (process.argv[2] === 'worker') {
     return { permits: permitsTaken, attempts, waits };
   };
   // --callers: that many loops at once in this process, over its one client.
+  const sum = (rs, k) => rs.reduce((total, r) => total + r[k], 0);
   const loops = async (until) => {
     const each = await Promise.all(Array.from({ length: callers }, () => loop(until)));
     return { permits: sum(each, 'permits'), attempts: sum(each, 'attempts'), waits: each.flatMap((r) => r.waits) };
   };
-  const sum = (rs, k) => rs.reduce((total, r) => total + r[k], 0);
   await loops(warmUntil);
   // The process's write and read system calls (Linux), as sockets' writes and reads.
   const io = () =>

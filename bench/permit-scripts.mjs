@@ -35,6 +35,7 @@ const RETENTION = 7 * 24 * 3600 * 1000;
 const build = async (dir) => ({
   ...(await import(pathToFileURL(resolve(dir, 'core/permit.js')).href)),
   ...(await import(pathToFileURL(resolve(dir, 'core/keys.js')).href)),
+  ...(await import(pathToFileURL(resolve(dir, 'core/script.js')).href)),
 });
 const node = await startNode();
 const client = new Redis(node.url);
@@ -58,18 +59,15 @@ try {
   };
   // A caller of this library: its permit's calls, built as an acquire builds them.
   const library = async (dir) => {
-    const { permitCalls, KeyLayout } = await build(dir);
+    const { permitCalls, KeyLayout, runScript } = await build(dir);
     const layout = new KeyLayout('redlock:', false);
     const clientId = randomBytes(6).toString('hex');
     const options = { fencing: true, fair: true, wakePrefix: 'redlock:wake:', nodes: 5 };
-    const send = (call) =>
-      client.evalshaBuffer(call.command.sha, call.keys.length, ...call.keys, ...call.argv).catch(async (error) => {
-        if (!String(error).includes('NOSCRIPT')) throw error;
-        await client.script('LOAD', call.command.lua);
-        return send(call);
-      });
+    // As the library sends a script: EVALSHA, and EVAL once on NOSCRIPT (in the warm-up).
+    const send = (call) => runScript(client, call.command, call.keys, call.argv);
     let position = Date.now();
     const ask = async () => {
+      // A value as long as one with a recorded identity (see holder.ts).
       const value = randomBytes(20).toString('base64url') + '.' + randomBytes(30).toString('base64url');
       const waiter = `${clientId}.${randomBytes(8).toString('hex')}`;
       const calls = permitCalls(layout, 'permits', { kind: String(LIMIT), writer: false }, value, options);
