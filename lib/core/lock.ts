@@ -215,15 +215,22 @@ export class Lock implements AsyncDisposable {
     await this.release().catch(() => undefined);
   }
 
-  /** What logs and `JSON.stringify` show: public facts, never the secret value. */
+  /**
+   * What logs and `JSON.stringify` show: public facts, never the secret value. A
+   * permit shows its `limit` or `mode` too (a logged permit says what it is); a
+   * mutex shows no empty fields for them.
+   */
   toJSON() {
-    return {
+    const shown = {
       id: this.id,
       resources: this.resources,
       validity: this.validity,
       fencingToken: this.fencingToken,
       state: this.state,
     };
+    if (this.limit !== undefined) return { ...shown, limit: this.limit };
+    if (this.mode !== undefined) return { ...shown, mode: this.mode };
+    return shown;
   }
 
   /** `console.log(lock)`, `util.inspect` and Nest's loggers show `toJSON()`, whatever the depth. */

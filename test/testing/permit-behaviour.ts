@@ -516,6 +516,24 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       await Promise.all([a!.release(), b!.release()]);
     });
 
+    it('shows which kind of permit it is wherever a lock is shown (console.log, JSON), and never its value', async () => {
+      const a = client();
+      const permit = await a.acquire('shown-slots', 5000, { limit: 2 });
+      const reader = await a.acquire('shown-catalog', 5000, { mode: 'read' });
+      const mutex = await a.acquire('shown-job', 5000);
+      expect(JSON.parse(JSON.stringify(permit))).toMatchObject({ resources: ['shown-slots'], limit: 2 });
+      expect(JSON.parse(JSON.stringify(reader))).toMatchObject({ resources: ['shown-catalog'], mode: 'read' });
+      expect(inspect(permit)).toContain('limit: 2');
+      expect(inspect(reader)).toContain("mode: 'read'");
+      // A mutex's shape is unchanged: no empty kind fields.
+      expect(Object.keys(mutex.toJSON())).toEqual(['id', 'resources', 'validity', 'fencingToken', 'state']);
+      for (const lock of [permit, reader, mutex]) {
+        const shown = JSON.stringify(lock) + inspect(lock, { depth: null, showHidden: true });
+        expect(shown).not.toContain(secretOf(lock));
+      }
+      await Promise.all([permit, reader, mutex].map((l) => l.release()));
+    });
+
     it('checks limit and mode at the boundary', async () => {
       const a = client();
       for (const options of [{ limit: 0 }, { limit: 1.5 }, { mode: 'exclusive' }, { limit: 2, mode: 'read' }]) {
