@@ -170,14 +170,14 @@ export class AcquireLoop {
     queuedOn: readonly boolean[],
     reports: readonly NodeReport[],
   ): (AttemptOutcome & { taken: true }) | undefined {
-    const handed = turn.handedOver({ ...awaited, eligible: this.eligible(set, reports) });
+    const handed = turn.handedOver({ attempt: awaited.attempt, eligible: this.eligible(set, reports), quorum: awaited.quorum });
     if (!handed || this.stoppedFor(plan)) return undefined;
     const elapsed = performance.now() - began;
     const validity = validityOf(plan.ttl, elapsed, this.#host.options.driftFactor);
     if (validity <= 0) return undefined;
     // The nodes that count say yes (a permit's holder leaves the queues of the others, see
     // handOver); the release goes wherever an attempt went: the waiter leaves those queues in it.
-    const votes = reports.map((report, i) => (handed.by[i] ? { ...report, outcome: 'ok' as const } : report));
+    const votes = reports.map((report, i) => (handed.by[i] ? { node: report.node, outcome: 'ok' as const, ms: report.ms } : report));
     return {
       taken: true,
       elapsed,
@@ -311,7 +311,8 @@ export class AcquireLoop {
     // A permit handed over on every node it queued on (the usual hand-over) is queued nowhere
     // else: a round to no node would only build the script's arguments, the round and its promise.
     if (!queuedOn.includes(true)) return;
-    void callRound(plan.leave(), doneVerdict, { ...this.#host.set, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
+    const { nodes, quorum } = this.#host.set;
+    void callRound(plan.leave(), doneVerdict, { nodes, quorum, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
   }
 }
 

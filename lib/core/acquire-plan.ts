@@ -198,6 +198,6 @@ function planPermit(
     confirm: (token) => calls.confirm(token, retention),
     // A permit a release handed over to it and it never took up is given back too.
     leave: () => calls.release({ member: true, leaving: waiter, skip: '' }),
-    permit: { ...permit, calls },
+    permit: { kind: permit.kind, writer: permit.writer, calls },
   });
 }

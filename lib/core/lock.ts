@@ -221,21 +221,15 @@ export class Lock implements AsyncDisposable {
    * mutex shows no empty fields for them.
    */
   toJSON() {
-    const shown = {
-      id: this.id,
-      resources: this.resources,
-      validity: this.validity,
-      fencingToken: this.fencingToken,
-      state: this.state,
-    };
-    if (this.limit !== undefined) return { ...shown, limit: this.limit };
-    if (this.mode !== undefined) return { ...shown, mode: this.mode };
-    return shown;
+    const { id, resources, validity, fencingToken, state, limit, mode } = this;
+    if (limit !== undefined) return { id, resources, validity, fencingToken, state, limit };
+    if (mode !== undefined) return { id, resources, validity, fencingToken, state, mode };
+    return { id, resources, validity, fencingToken, state };
   }
 
   /** `console.log(lock)`, `util.inspect` and Nest's loggers show `toJSON()`, whatever the depth. */
   [inspect.custom](_depth: number, options: object): string {
-    return `Lock ${inspect(this.toJSON(), { ...options, depth: 2 })}`;
+    return `Lock ${inspect(this.toJSON(), Object.assign({}, options, { depth: 2 }))}`;
   }
 
   /** @internal Records a successful extension. */

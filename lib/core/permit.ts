@@ -83,7 +83,7 @@ export function permitCalls(
   // A release hands permits over (see WAKE): it sets the kind key's expiry and raises the counter.
   const releaseKeys = options.fair ? [holders, ...queues, handovers, kindKey, ...(options.fencing ? [fence] : [])] : [holders];
   return {
-    acquire: (args) => PERMIT_ACQUIRE.call(acquireKeys, { ...args, member, kind }),
+    acquire: ({ ttl, fair, fencing, attempt }) => PERMIT_ACQUIRE.call(acquireKeys, { member, ttl, kind, fair, fencing, attempt }),
     confirm: (token, retention) => PERMIT_CONFIRM.call([holders, fence], { member, token, retention }),
     extend: (ttl) => PERMIT_EXTEND.call([holders, kindKey], { member, ttl, kind }),
     release: ({ member: giveBack, leaving, skip, entryTtl = 0 }) =>

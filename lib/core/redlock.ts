@@ -39,6 +39,8 @@ import { WakeNotifier } from './wake-notifier.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
 const CLOSE_TIMEOUT = 500;
+/** What `using` adds to the caller's options (see eslint.config.mjs on spreads). */
+const AUTO_EXTEND = Object.freeze({ autoExtend: true });
 
 /**
  * The Redlock quorum client over N independent Redis-protocol nodes.
@@ -218,7 +220,7 @@ export class Redlock {
   /** What logs show of the client: its nodes' labels and quorum, never a client or a secret. */
   [inspect.custom](_depth: number, options: object): string {
     const shown = { nodes: this.nodeLabels, quorum: this.quorum, held: this.locks.size, closed: this.closing.isClosed };
-    return `Redlock ${inspect(shown, { ...options, depth: 2 })}`;
+    return `Redlock ${inspect(shown, Object.assign({}, options, { depth: 2 }))}`;
   }
 
   /** Adds a listener for every lock event; returns a function that removes it. */
@@ -264,7 +266,7 @@ export class Redlock {
     options: Omit<AcquireOptions, 'autoExtend'> = {},
   ): Promise<T> {
     if (typeof routine !== 'function') throw new InvalidArgumentError('routine', 'a function', routine);
-    const lock = await this.acquire(resources, ttl, { ...options, autoExtend: true });
+    const lock = await this.acquire(resources, ttl, Object.assign({}, options, AUTO_EXTEND));
     try {
       return await routine(lock);
     } finally {

@@ -47,7 +47,8 @@ export function defineScript<Args, Reply>(name: string, lua: string, contract: C
     name,
     lua,
     sha: createHash('sha1').update(lua).digest('hex'),
-    ...contract,
+    argv: contract.argv,
+    decode: contract.decode,
     call: (keys: readonly string[], args: Args): Call<Reply> => ({
       command: script,
       keys,

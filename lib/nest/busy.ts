@@ -43,7 +43,7 @@ const AFTER_WAIT: Record<LockedKind, ResolvedBusy['afterWait']> = { controller: 
  * were given; `delay` is for queue jobs only, which only a call can tell.
  */
 export function resolveBusy(kind: LockedKind, moduleDefault?: BusyOptions, own?: BusyOptions): ResolvedBusy {
-  const busy = { ...BASES[kind], ...moduleDefault, ...own };
+  const busy: BusyOptions = Object.assign({}, BASES[kind], moduleDefault, own);
   const mode = busy.mode ?? 'skip';
   if (mode === 'delay' && kind !== 'job') {
     throw new InvalidArgumentError(

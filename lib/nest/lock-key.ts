@@ -143,13 +143,14 @@ export function afterPipes(
   routeArgs: RouteArgs | undefined,
   self?: unknown,
 ): LockKeyContext {
-  const context: Record<string, unknown> = { ...request, args, self };
+  // Spread last (see eslint.config.mjs); `request` has no `args` or `self` of its own.
+  const context: Record<string, unknown> = { args, self, ...request };
   const parts = BOUND_PARTS[type] ?? {};
   for (const [slot, { index, data }] of Object.entries(routeArgs ?? {})) {
     const part = parts[Number(/^(\d+):\d+$/.exec(slot)?.[1])];
     if (!part || part === 'args') continue;
     if (data === undefined) context[part] = args[index];
-    else if (typeof data === 'string') context[part] = { ...(context[part] as object), [data]: args[index] };
+    else if (typeof data === 'string') context[part] = Object.assign({}, context[part], { [data]: args[index] });
   }
   return context as unknown as LockKeyContext;
 }

@@ -25,6 +25,9 @@ import { skipsWhenBusy, type ResolvedBusy } from './busy.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
 
+/** What `tryAcquire` adds to the caller's options (see eslint.config.mjs on spreads). */
+const NO_RETRIES = Object.freeze({ retryCount: 0 });
+
 /**
  * Locks in code, with the same behaviour as `@Locked`; and the stream of lock
  * events.
@@ -82,7 +85,7 @@ export class LockService {
   /** One attempt, no waiting: the lock, or `null` when another holder has it. */
   async tryAcquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock | null> {
     try {
-      return await this.client.acquire(resources, ttl, { ...options, retryCount: 0 });
+      return await this.client.acquire(resources, ttl, Object.assign({}, options, NO_RETRIES));
     } catch (error) {
       if (error instanceof ResourceBusyError) return null;
       throw error;
