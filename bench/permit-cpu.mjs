@@ -6,14 +6,15 @@
 // random order in each of `--rounds` rounds: every process takes permits in a loop for
 // `--warmup` seconds (so that the measured window runs compiled code), then for
 // `--seconds` more, measured. Per permit: the processes' CPU (process.cpuUsage, all of
-// them together), the 5 servers' CPU (INFO cpu) and the commands the servers ran (INFO
-// commandstats, Lua's inner calls included; `--top=N` shows the N most run), the
-// processes' write and read system calls, with permits/s and attempts per permit; and
-// the waits (each acquire call's duration).
+// them together; and apart, their threads other than the main one, where V8 compiles and
+// marks: high while it is still compiling), the 5 servers' CPU (INFO cpu) and the
+// commands the servers ran (INFO commandstats, Lua's inner calls included; `--top=N`
+// shows the N most run), the processes' write and read system calls, with permits/s and
+// attempts per permit; and the waits (each acquire call's duration).
 // On this 2-core machine the processes and the servers share the cores, so throughput
 // is about 2 cores over the CPU per permit: this says where that CPU goes.
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -73,12 +74,26 @@ if (process.argv[2] === 'worker') {
   // The process's write and read system calls (Linux), as sockets' writes and reads.
   const io = () =>
     Object.fromEntries([...readFileSync('/proc/self/io', 'utf8').matchAll(/(\w+): (\d+)/g)].map(([, k, v]) => [k, Number(v)]));
+  // CPU µs of this process's threads other than the main one (Linux: V8's compiler and GC
+  // helpers, libuv's pool), from each thread's utime + stime in clock ticks of 10 ms.
+  const otherThreads = () => {
+    let ticks = 0;
+    for (const tid of readdirSync('/proc/self/task')) {
+      if (tid === String(process.pid)) continue;
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    }
+    return ticks * 10_000;
+  };
   const session = profile ? await startProfile(200) : undefined;
+  const other0 = otherThreads();
   const io0 = io();
   const cpu = process.cpuUsage();
   const measured = await loops(endAt);
   const used = process.cpuUsage(cpu);
   const io1 = io();
+  const other = otherThreads() - other0;
   if (session) await writeProfile(session, `permit-${name}`);
   // Sent before the exit below: a large message (every wait) still being written may be lost with the process.
   await new Promise((sent) =>
@@ -87,6 +102,7 @@ if (process.argv[2] === 'worker') {
         type: 'result',
         ...measured,
         cpu: used.user + used.system,
+        other,
         syscw: io1.syscw - io0.syscw,
         syscr: io1.syscr - io0.syscr,
         reportsAttempts: typeof lib.attempts === 'function',
@@ -180,6 +196,7 @@ async function round(lib) {
     perSecond: taken / SECONDS,
     attempts: rs[0].reportsAttempts ? rs.reduce((s, r) => s + r.attempts, 0) / taken : undefined,
     clientCpu: rs.reduce((s, r) => s + r.cpu, 0) / taken,
+    otherCpu: rs.reduce((s, r) => s + r.other, 0) / taken,
     syscw: rs.reduce((s, r) => s + r.syscw, 0) / taken,
     syscr: rs.reduce((s, r) => s + r.syscr, 0) / taken,
     serverCpu: (after.cpu - before.cpu) / taken,
@@ -201,7 +218,7 @@ try {
     `${PROCESSES} processes${CALLERS > 1 ? ` of ${CALLERS} callers` : ''}, limit ${LIMIT}, 1 ms holds, 5 nodes; ${ROUNDS} round(s) x ${SECONDS} s after ${WARMUP / 1000} s of warm-up, medians\n`,
   );
   console.log(
-    '| library | permits/s | attempts / permit | client CPU µs / permit | client writes / reads per permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
+    '| library | permits/s | attempts / permit | client CPU µs / permit (other threads) | client writes / reads per permit | servers CPU µs / permit | scripts run / permit (5 servers) | most run commands / permit |',
   );
   console.log('|---|---|---|---|---|---|---|---|');
   for (const lib of LIBS) {
@@ -215,7 +232,7 @@ try {
       .join(', ');
     const scripts = ['evalsha', 'eval'].reduce((s, name) => s + (mid.commands[name] ?? 0), 0);
     console.log(
-      `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} | ${m((r) => r.syscw).toFixed(1)} / ${m((r) => r.syscr).toFixed(1)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
+      `| ${lib} | ${m((r) => r.perSecond).toFixed(0)} | ${rs[0].attempts === undefined ? '-' : m((r) => r.attempts).toFixed(2)} | ${m((r) => r.clientCpu).toFixed(0)} (${m((r) => r.otherCpu).toFixed(0)}) | ${m((r) => r.syscw).toFixed(1)} / ${m((r) => r.syscr).toFixed(1)} | ${m((r) => r.serverCpu).toFixed(0)} | ${scripts.toFixed(1)} | ${top} |`,
     );
   }
   console.log('\n| library | wait p50 ms | p99 | longest | waits >= 40 ms | of which in <= 2 attempts |');
@@ -229,7 +246,7 @@ try {
     );
   }
   console.log(
-    "\nclient writes / reads: the processes' write and read system calls (/proc/self/io); scripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them; waits: each acquire call, medians over rounds.",
+    "\nclient CPU: all threads of the processes (process.cpuUsage); in brackets, their threads other than the main one (/proc/self/task: V8's compiler and GC helpers), which fall as V8 finishes compiling; client writes / reads: the processes' write and read system calls (/proc/self/io); scripts run: EVALSHA and EVAL calls over the 5 servers; most run commands: over the 5 servers, those the scripts call included (INFO commandstats); attempts: where the library reports them; waits: each acquire call, medians over rounds.",
   );
 } finally {
   admins.forEach((c) => c.disconnect());
