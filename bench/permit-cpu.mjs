@@ -43,6 +43,9 @@ const TTL = 30_000;
 // under the V8 CPU profiler (see cpu-profile.mjs).
 const PROFILE = process.argv.includes('--profile');
 
+/** The sum of field `k` over `rs` (the loops of a process, the processes of a round). */
+const sum = (rs, k) => rs.reduce((total, r) => total + r[k], 0);
+
 if (process.argv[2] === 'worker') {
   const { lib: name, urls, permits, profile, callers } = JSON.parse(process.argv[3]);
   const lib = await adapters[name].create(urls, { wait: true, permits });
@@ -65,7 +68,6 @@ if (process.argv[2] === 'worker') {
     return { permits: permitsTaken, attempts, waits };
   };
   // --callers: that many loops at once in this process, over its one client.
-  const sum = (rs, k) => rs.reduce((total, r) => total + r[k], 0);
   const loops = async (until) => {
     const each = await Promise.all(Array.from({ length: callers }, () => loop(until)));
     return { permits: sum(each, 'permits'), attempts: sum(each, 'attempts'), waits: each.flatMap((r) => r.waits) };
@@ -183,7 +185,7 @@ async function round(lib) {
   await sleep(endAt - Date.now());
   const after = await serverState();
   const rs = await Promise.all(results);
-  const taken = rs.reduce((s, r) => s + r.permits, 0);
+  const taken = sum(rs, 'permits');
   const waits = rs.flatMap((r) => r.waits).sort((a, b) => a[0] - b[0]);
   const at = (f) => waits[Math.floor(f * (waits.length - 1))]?.[0];
   const long = waits.filter(([ms]) => ms >= 40);
@@ -194,11 +196,11 @@ async function round(lib) {
   );
   return {
     perSecond: taken / SECONDS,
-    attempts: rs[0].reportsAttempts ? rs.reduce((s, r) => s + r.attempts, 0) / taken : undefined,
-    clientCpu: rs.reduce((s, r) => s + r.cpu, 0) / taken,
-    otherCpu: rs.reduce((s, r) => s + r.other, 0) / taken,
-    syscw: rs.reduce((s, r) => s + r.syscw, 0) / taken,
-    syscr: rs.reduce((s, r) => s + r.syscr, 0) / taken,
+    attempts: rs[0].reportsAttempts ? sum(rs, 'attempts') / taken : undefined,
+    clientCpu: sum(rs, 'cpu') / taken,
+    otherCpu: sum(rs, 'other') / taken,
+    syscw: sum(rs, 'syscw') / taken,
+    syscr: sum(rs, 'syscr') / taken,
     serverCpu: (after.cpu - before.cpu) / taken,
     waits: {
       p50: at(0.5),
