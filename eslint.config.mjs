@@ -69,6 +69,28 @@ export default tseslint.config(
     },
   },
   {
+    // The files the acquire path's per-node arrays (reports, votes, flags) and keys pass
+    // through. `map` returns a packed array from unoptimized code and a holey one once
+    // TurboFan inlines it, and `new Array(n)` is always holey: the readers' optimized code
+    // is thrown away at each kind it had not seen (see lib/core/packed.ts). Same rule
+    // name as the block above, so its selector is repeated here (a later block replaces it).
+    files: ['lib/core/{acquire-attempt,acquire-loop,keys,round,turn}.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ObjectExpression > SpreadElement ~ *',
+          message:
+            'A spread followed by more properties makes a new hidden class per call on Node 20: name the fields, put the spread last, or use Object.assign.',
+        },
+        {
+          selector: "CallExpression[callee.property.name='map'], NewExpression[callee.name='Array'], CallExpression[callee.name='Array']",
+          message: 'Per-node arrays here stay packed in every tier: use packedMap / packedFill (lib/core/packed.ts).',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: {
       globals: globals.node,

@@ -3,6 +3,7 @@ import type { NodeReport } from './outcome.js';
 import { validityOf } from './quorum.js';
 import { callRound, type NodeSet, type RoundResult } from './round.js';
 import { acquireVerdict, doneVerdict, heldVerdict } from './verdicts.js';
+import { packedMap } from './packed.js';
 
 /** What one attempt came to. Either way, `sent` says which nodes its acquire went to. */
 export type AttemptOutcome =
@@ -92,7 +93,7 @@ export async function attemptAcquire(
 async function undo(set: NodeSet, plan: AcquirePlan, round: RoundResult): Promise<readonly NodeReport[]> {
   await round.settled;
   const heard = round.late();
-  const targets = round.sent.map((sent, i) => sent && heard[i]!.outcome !== 'busy');
+  const targets = packedMap(round.sent, (sent, i) => sent && heard[i]!.outcome !== 'busy');
   if (targets.includes(true)) {
     await callRound(plan.undo(), doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets });
   }
@@ -132,7 +133,8 @@ async function confirmToken(
     } else if (vote.value === token) agree++;
   }
   if (agree >= quorum) return { ok: true, token, reports: round.reports };
-  const agreeing = new Set(round.yes.filter((v) => v.value === token).map((v) => v.index));
+  const agreeing = new Set<number>();
+  for (const vote of round.yes) if (vote.value === token) agreeing.add(vote.index);
   const others = nodes.filter((_, i) => !agreeing.has(i));
   const confirm = await callRound(plan.confirm(token), heldVerdict, {
     nodes: others,
@@ -140,7 +142,7 @@ async function confirmToken(
     timeout: plan.nodeTimeout,
     until: 'quorum',
   });
-  const byLabel = new Map(confirm.reports.map((r) => [r.node, r]));
-  const reports = nodes.map((node, i) => (agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!));
+  const byLabel = new Map(packedMap(confirm.reports, (r) => [r.node, r]));
+  const reports = packedMap(nodes, (node, i) => (agreeing.has(i) ? round.reports[i]! : byLabel.get(node.label)!));
   return { ok: agreeing.size + confirm.yes.length >= quorum, token, reports };
 }

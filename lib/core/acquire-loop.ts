@@ -11,16 +11,16 @@ import type { HeldLocks } from './held-locks.js';
 import { judgeAttempt, nextStep, SPLIT_JITTER } from './judgement.js';
 import { Lock, type LockOwner } from './lock.js';
 import type { ResolvedOptions } from './options.js';
-import { describeAttempt, type AttemptReport } from './outcome.js';
+import { describeAttempt, type AttemptReport, type NodeReport } from './outcome.js';
 import { retryDelayOf, validityOf } from './quorum.js';
 import { callRound, type NodeSet } from './round.js';
 import { describeKind, mismatchIn, optionsOfPermit } from './permit.js';
 import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
-import type { NodeReport } from './outcome.js';
 import { CONNECT_WAIT } from './node-watch.js';
 import { Turn, type AwaitedHandOver } from './turn.js';
 import { doneVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
+import { packedFill, packedMap } from './packed.js';
 
 /**
  * Longest wait for the rest of a quorum of hand-overs once one came, ms (or
@@ -86,7 +86,7 @@ export class AcquireLoop {
     const set = plan.permit ? { nodes: this.#host.set.nodes, quorum: plan.permit.calls.quorum } : this.#host.set;
     const attempts: AttemptReport[] = [];
     /** The nodes any attempt went to: where a waiter may be queued. */
-    const queuedOn: boolean[] = set.nodes.map(() => false);
+    const queuedOn: boolean[] = packedFill(set.nodes.length, false);
     // This client's wake channel already subscribed (it waited before): watch from
     // the first attempt, so a release during it is not missed.
     let turn = plan.waiter && notifier.isSubscribed ? new Turn(notifier, plan.waiter, false) : undefined;
@@ -151,7 +151,7 @@ export class AcquireLoop {
 
   /** Per node: it refused the attempt (so got no undo from it) and is counted (not inside its restart guard). */
   private eligible(set: NodeSet, reports: readonly NodeReport[]): boolean[] {
-    return set.nodes.map((node, i) => reports[i]?.outcome === 'busy' && !node.excluded);
+    return packedMap(set.nodes, (node, i) => reports[i]?.outcome === 'busy' && !node.excluded);
   }
 
   /**
@@ -177,7 +177,7 @@ export class AcquireLoop {
     if (validity <= 0) return undefined;
     // The nodes that count say yes (a permit's holder leaves the queues of the others, see
     // handOver); the release goes wherever an attempt went: the waiter leaves those queues in it.
-    const votes = reports.map((report, i) => (handed.by[i] ? { node: report.node, outcome: 'ok' as const, ms: report.ms } : report));
+    const votes = packedMap(reports, (report, i) => (handed.by[i] ? { node: report.node, outcome: 'ok' as const, ms: report.ms } : report));
     return {
       taken: true,
       elapsed,
@@ -249,7 +249,7 @@ export class AcquireLoop {
       if (waiter && (attempt > 1 || outcome.refused))
         this.leaveQueue(
           plan,
-          queuedOn.map((q, i) => q && outcome.reports[i]?.outcome !== 'ok'),
+          packedMap(queuedOn, (q, i) => q && outcome.reports[i]?.outcome !== 'ok'),
         );
       locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: waiter, permit: plan.permit.calls });
     } else {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
+import { packedMap } from './packed.js';
 
 /** Longest resource name accepted, in UTF-16 code units: keys stay cheap to send and store. */
 export const MAX_RESOURCE_LENGTH = 1024;
@@ -133,13 +134,13 @@ export class KeyLayout {
         );
       }
     }
-    const locks = resources.map((r) => this.lock(r));
+    const locks = packedMap(resources, (r) => this.lock(r));
     // The rare paths' keys (a write-back, a waiter giving up) are made when first asked for.
     let confirm: readonly string[] | undefined;
     let queues: readonly string[] | undefined;
     return {
       locks,
-      confirm: () => (confirm ??= fencing ? [...locks, ...resources.map((r) => this.fence(r))] : locks),
+      confirm: () => (confirm ??= fencing ? [...locks, ...packedMap(resources, (r) => this.fence(r))] : locks),
       queues: () => (queues ??= fair ? resources.flatMap((r) => [this.queue(r), this.queueDeadlines(r)]) : []),
     };
   }

@@ -2,6 +2,7 @@ import { describeValue } from './log-safe.js';
 import type { LockNode } from './node.js';
 import type { Call, Done } from './script.js';
 import type { NodeOutcome, NodeReport } from './outcome.js';
+import { packedFill, packedMap } from './packed.js';
 
 /** How a reply from one node counts, and the value it carried (a fencing counter). */
 export interface Verdict {
@@ -115,8 +116,8 @@ class Tally<N extends RoundNode> {
     private readonly resolve: (result: RoundResult) => void,
   ) {
     const n = round.nodes.length;
-    this.outcomes = new Array(n).fill(undefined);
-    this.sent = new Array(n).fill(false);
+    this.outcomes = packedFill(n, undefined);
+    this.sent = packedFill(n, false);
     this.silent = n;
     // The deadline is checked once more after the loop's poll phase: when this
     // process was stalled (a GC pause, a long synchronous handler, a loaded
@@ -211,7 +212,7 @@ class Tally<N extends RoundNode> {
   private decide(byTimer: boolean): void {
     this.decided = true;
     const snapshot = (missing: NodeOutcome) => () =>
-      this.round.nodes.map((node, i): NodeReport => this.outcomes[i] ?? { node: node.label, outcome: missing });
+      packedMap(this.round.nodes, (node, i): NodeReport => this.outcomes[i] ?? { node: node.label, outcome: missing });
     this.resolve(
       new Decided(
         this.yes,

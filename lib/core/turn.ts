@@ -1,4 +1,5 @@
 import type { Grant, WakeNotifier } from './wake-notifier.js';
+import { packedMap } from './packed.js';
 
 /** What a wait follows: the attempt, and which nodes' hand-overs of it may count (see `Turn.handedOver`). */
 export interface AwaitedHandOver {
@@ -91,7 +92,7 @@ export class Turn {
       } else if (grant.token === token) agree++;
     }
     if (agree < quorum) return undefined;
-    const by = eligible.map((ok, i) => ok && this.grants[i]?.attempt === attempt && this.grants[i]?.token === token);
+    const by = packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt && this.grants[i]?.token === token);
     return { token, by };
   }
 
