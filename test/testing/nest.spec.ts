@@ -176,6 +176,39 @@ describe('RedlockTestingModule options', () => {
     expect(() => RedlockTestingModule.forRoot({ nodes: 0 })).toThrow(TypeError);
   });
 
+  it('warns at startup, once per method, of a @Locked semaphore that needs every node, and of no other', async () => {
+    @Injectable()
+    class Limits {
+      @Locked('limits:every-node', 2000, { limit: 4 })
+      async everyNode(): Promise<void> {}
+
+      @Locked('limits:spare-node', 2000, { limit: 3 })
+      async spareNode(): Promise<void> {}
+
+      @Locked('limits:catalog', 2000, { mode: 'write' })
+      async writer(): Promise<void> {}
+
+      @Locked('limits:mutex', 2000)
+      async mutex(): Promise<void> {}
+    }
+    const warnings: string[] = [];
+    const quiet = () => undefined;
+    const logger = { log: quiet, error: quiet, debug: quiet, verbose: quiet, warn: (message: unknown) => warnings.push(String(message)) };
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockTestingModule.forRoot({ nodes: 5, logger })],
+      providers: [Limits],
+    }).compile();
+    const app = moduleRef.createNestApplication();
+    await app.init();
+    try {
+      // On 5 nodes a limit of 4 needs all 5 votes (a lock needs 3); a limit of 3 needs 4, a read-write lock 3.
+      expect(warnings).toEqual([expect.stringMatching(/^Limits\.everyNode: a semaphore of limit 4 on 5 nodes needs every node's vote/)]);
+      await app.get(Limits).everyNode(); // all 5 nodes up: it runs
+    } finally {
+      await app.close();
+    }
+  });
+
   it('says to override Redlock when a test replaced LockService with a stand-in, as a rejection of the call', async () => {
     @Injectable()
     class Billing {
