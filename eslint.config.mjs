@@ -3,6 +3,13 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** See the hot-path block below. */
+const NO_SPREAD_THEN_FIELDS = {
+  selector: 'ObjectExpression > SpreadElement ~ *',
+  message:
+    'A spread followed by more properties makes a new hidden class per call on Node 20: name the fields, put the spread last, or use Object.assign.',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -58,14 +65,7 @@ export default tseslint.config(
       'lib/nest/{busy,lock-context,lock-key,lock.service,locked.runner,redlock.telemetry}.ts',
     ],
     rules: {
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: 'ObjectExpression > SpreadElement ~ *',
-          message:
-            'A spread followed by more properties makes a new hidden class per call on Node 20: name the fields, put the spread last, or use Object.assign.',
-        },
-      ],
+      'no-restricted-syntax': ['error', NO_SPREAD_THEN_FIELDS],
     },
   },
   {
@@ -73,16 +73,12 @@ export default tseslint.config(
     // through. `map` returns a packed array from unoptimized code and a holey one once
     // TurboFan inlines it, and `new Array(n)` is always holey: the readers' optimized code
     // is thrown away at each kind it had not seen (see lib/core/packed.ts). Same rule
-    // name as the block above, so its selector is repeated here (a later block replaces it).
+    // name as the block above, whose selector it repeats: a later block replaces the rule.
     files: ['lib/core/{acquire-attempt,acquire-loop,keys,round,turn}.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
-        {
-          selector: 'ObjectExpression > SpreadElement ~ *',
-          message:
-            'A spread followed by more properties makes a new hidden class per call on Node 20: name the fields, put the spread last, or use Object.assign.',
-        },
+        NO_SPREAD_THEN_FIELDS,
         {
           selector: "CallExpression[callee.property.name='map'], NewExpression[callee.name='Array'], CallExpression[callee.name='Array']",
           message: 'Per-node arrays here stay packed in every tier: use packedMap / packedFill (lib/core/packed.ts).',
