@@ -1,5 +1,4 @@
 import { permitQuorumOf, quorumOf } from '../core/quorum.js';
-import type { LockedMetadata } from './locked.metadata.js';
 
 /**
  * What to warn of, at startup, for a `@Locked` semaphore that no node may miss.
@@ -9,14 +8,16 @@ import type { LockedMetadata } from './locked.metadata.js';
  * call refused, when one node restarts or is out, where a lock on the same
  * nodes keeps going: a surprise in production, since a Redlock deployment is
  * usually sized for the lock's tolerance. The README says so; an application's
- * boot log is where its developers will see it. Nothing for one or two nodes,
- * where a lock needs every node too.
+ * boot log is where its developers will see it (`@Locked` methods, named at
+ * startup; `LockService` calls, at the first call with such a limit). Nothing
+ * for one or two nodes, where a lock needs every node too.
  */
-export function semaphoreQuorumWarning(metadata: LockedMetadata, nodes: number): string | undefined {
-  const { limit } = metadata.options;
-  if (limit === undefined || quorumOf(nodes) === nodes || permitQuorumOf(nodes, limit) < nodes) return undefined;
+export function semaphoreQuorumWarning(who: string, limit: number | undefined, nodes: number): string | undefined {
+  // Not a valid limit: the client refuses the call with its own error.
+  if (!Number.isInteger(limit) || limit! < 1) return undefined;
+  if (quorumOf(nodes) === nodes || permitQuorumOf(nodes, limit!) < nodes) return undefined;
   return (
-    `${metadata.method}: a semaphore of limit ${limit} on ${nodes} nodes needs every node's vote (a lock needs ` +
+    `${who}: a semaphore of limit ${limit} on ${nodes} nodes needs every node's vote (a lock needs ` +
     `${quorumOf(nodes)}), so with one node down or restarting it grants no permit. On ${nodes} nodes a limit of ` +
     `${nodes - 2} or less tolerates one node down; more nodes allow higher limits (README: "Semaphores and read-write locks").`
   );

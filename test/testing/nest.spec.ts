@@ -209,6 +209,27 @@ describe('RedlockTestingModule options', () => {
     }
   });
 
+  it('warns once of a LockService call whose semaphore limit needs every node, at its first call', async () => {
+    const warnings: string[] = [];
+    const quiet = () => undefined;
+    const logger = { log: quiet, error: quiet, debug: quiet, verbose: quiet, warn: (message: unknown) => warnings.push(String(message)) };
+    const moduleRef = await Test.createTestingModule({ imports: [RedlockTestingModule.forRoot({ nodes: 5, logger })] }).compile();
+    const app = moduleRef.createNestApplication();
+    await app.init();
+    try {
+      const locks = app.get(LockService);
+      await locks.using('calls:spare-node', 2000, () => undefined, { limit: 3 });
+      expect(warnings).toEqual([]);
+      const permit = await locks.tryAcquire('calls:every-node', 2000, { limit: 4 });
+      await permit?.release();
+      await locks.using('calls:every-node', 2000, () => undefined, { limit: 4 });
+      await (await locks.acquire('calls:every-node', 2000, { limit: 4 })).release();
+      expect(warnings).toEqual([expect.stringMatching(/^LockService: a semaphore of limit 4 on 5 nodes needs every node's vote/)]);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('says to override Redlock when a test replaced LockService with a stand-in, as a rejection of the call', async () => {
     @Injectable()
     class Billing {
