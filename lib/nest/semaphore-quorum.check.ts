@@ -1,10 +1,11 @@
 import { permitQuorumOf, quorumOf } from '../core/quorum.js';
 
 /**
- * What to warn of, at startup, for a `@Locked` semaphore that no node may miss.
+ * What to warn of for a semaphore limit that no node may miss (`who`: the
+ * `@Locked` method, or `LockService`).
  *
  * A permit of limit n needs more votes than a lock (see `permitQuorumOf`): from
- * a limit of N - 1 on N nodes, every node's. Such a method then stops, every
+ * a limit of N - 1 on N nodes, every node's. Such a semaphore then stops, every
  * call refused, when one node restarts or is out, where a lock on the same
  * nodes keeps going: a surprise in production, since a Redlock deployment is
  * usually sized for the lock's tolerance. The README says so; an application's
