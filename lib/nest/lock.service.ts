@@ -167,7 +167,7 @@ export class LockService {
   private checkLimit(limit: number): void {
     if (this.#warnedLimits.has(limit)) return;
     this.#warnedLimits.add(limit);
-    const warning = semaphoreQuorumWarning('LockService', limit, this.client.nodeLabels.length);
+    const warning = semaphoreQuorumWarning('LockService', limit, this.client);
     if (warning) this.warn(warning);
   }
 

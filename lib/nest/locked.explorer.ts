@@ -112,7 +112,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   /** Warns once per method of a semaphore that needs every node (see semaphoreQuorumWarning). */
   private checkQuorum(metadata: LockedMetadata): void {
     if (!isLockService(this.locks) || this.warned.has(metadata.method)) return;
-    const warning = semaphoreQuorumWarning(metadata.method, metadata.options.limit, this.locks.client.nodeLabels.length);
+    const warning = semaphoreQuorumWarning(metadata.method, metadata.options.limit, this.locks.client);
     if (warning === undefined) return;
     this.warned.add(metadata.method);
     this.locks.warn(warning);

@@ -230,6 +230,34 @@ describe('RedlockTestingModule options', () => {
     }
   });
 
+  it('starts, warning of no semaphore, when a test replaced the Redlock client with an auto-mock', async () => {
+    @Injectable()
+    class Quotas {
+      @Locked('quotas', 2000, { limit: 4 })
+      async take(): Promise<void> {}
+    }
+    for (const client of [createMock<Redlock>(), mockDeep<Redlock>()]) {
+      const warnings: string[] = [];
+      const quiet = () => undefined;
+      const logger = { log: quiet, error: quiet, debug: quiet, verbose: quiet, warn: (message: unknown) => warnings.push(String(message)) };
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ nodes: ['redis://127.0.0.1:1'], logger })],
+        providers: [Quotas],
+      })
+        .overrideProvider(Redlock)
+        .useValue(client)
+        .compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      try {
+        // Its node count is not known: no line that names a count the mock made up.
+        expect(warnings.filter((w) => w.includes('semaphore'))).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    }
+  });
+
   it('says to override Redlock when a test replaced LockService with a stand-in, as a rejection of the call', async () => {
     @Injectable()
     class Billing {
