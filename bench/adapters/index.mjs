@@ -977,6 +977,28 @@ export const adapters = {
     create: nestRedlockSemaphore({ fencing: false, fairWaiting: false }),
   },
 
+  /**
+   * A design study for a semaphore at a majority quorum (see the README, "Slots, tried and
+   * not shipped"): `permits` fair mutexes of this library, one per slot, each caller waiting
+   * in the queue of one slot drawn at random. Its permits are not a semaphore's (no fencing
+   * across slots, no global queue order); it measures what one fair queue per slot costs.
+   */
+  'nest-redlock (one fair mutex per slot)': {
+    waits: 'as nest-redlock (fair waiting, woken by releases), on the mutex of a slot drawn at random',
+    variant: 'semaphore',
+    create: async (urls, { wait, permits = SEMAPHORE_PERMITS }) => {
+      const { Redlock } = await import(nestRedlockBuild());
+      const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0 });
+      return {
+        ready: () => redlock.ready(),
+        acquire: (key, ttl) => redlock.acquire(`${key}#${Math.floor(Math.random() * permits)}`, ttl),
+        release: (lock) => lock.release(),
+        attempts: (lock) => lock.attempts,
+        close: () => redlock.close(),
+      };
+    },
+  },
+
   'redis-semaphore RedlockSemaphore': {
     waits: 'defaults: retryInterval 10 ms, acquireTimeout 10 s',
     variant: 'semaphore',
