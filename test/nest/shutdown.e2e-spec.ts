@@ -72,6 +72,81 @@ describe('app.close() while a @Locked job runs (issue 18.2)', () => {
   });
 });
 
+/** The same job on a semaphore's permit and on a write lock: permits are kept through shutdown as locks are. */
+@Injectable()
+class PermitJobs {
+  started = { limit: false, write: false };
+  private finishers: (() => void)[] = [];
+  aborted: boolean[] = [];
+
+  constructor(private readonly locks: LockService) {}
+
+  finish(): void {
+    for (const finish of this.finishers) finish();
+  }
+
+  @Locked('stripe-batch', 300, { limit: 2 })
+  async charge(): Promise<void> {
+    await this.hold('limit');
+  }
+
+  @Locked('catalog-rebuild', 300, { mode: 'write' })
+  async rebuild(): Promise<void> {
+    await this.hold('write');
+  }
+
+  private async hold(kind: 'limit' | 'write'): Promise<void> {
+    const permit = this.locks.current()!;
+    this.started[kind] = true;
+    await new Promise<void>((resolve) => this.finishers.push(resolve));
+    this.aborted.push(permit.signal.aborted);
+  }
+}
+
+describe('app.close() while @Locked jobs hold permits', () => {
+  it("keeps a semaphore's permit and a write lock, extended, until the jobs finish; then gives them back", async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: fleet.urls, nodeTimeout: TEST_NODE_TIMEOUT, logger: false })],
+      providers: [PermitJobs],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const events: RedlockEvent[] = [];
+    app.get(LockService).events$.subscribe((e) => events.push(e));
+    const jobs = app.get(PermitJobs);
+    const running = Promise.all([jobs.charge(), jobs.rebuild()]);
+    await until(() => jobs.started.limit && jobs.started.write, 'both jobs running under their permits');
+
+    let closed = false;
+    const closing = app.close().then(() => (closed = true));
+    const extended = (resource: string) => events.filter((e) => e.type === 'extended' && e.resources.includes(resource)).length;
+    const before = { limit: extended('stripe-batch'), write: extended('catalog-rebuild') };
+    await until(
+      () => extended('stripe-batch') >= before.limit + 3 && extended('catalog-rebuild') >= before.write + 3,
+      'three extensions of each permit during shutdown',
+    );
+    // The job's permit still counts: one of the two is left, and a reader waits for the writer.
+    const second = await other.acquire('stripe-batch', 1000, { limit: 2 });
+    await expect(other.acquire('stripe-batch', 1000, { limit: 2 })).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
+    await expect(other.acquire('catalog-rebuild', 1000, { mode: 'read' })).rejects.toMatchObject({ code: 'RESOURCE_BUSY' });
+    await second.release();
+    expect(closed).toBe(false);
+
+    jobs.finish();
+    await running;
+    await closing;
+    expect(jobs.aborted).toEqual([false, false]);
+    expect(events.some((e) => e.type === 'lost')).toBe(false);
+    const retry = { retryCount: 20, retryDelay: 20 };
+    const both = await Promise.all([
+      other.acquire('stripe-batch', 1000, { limit: 2, ...retry }),
+      other.acquire('stripe-batch', 1000, { limit: 2, ...retry }),
+      other.acquire('catalog-rebuild', 1000, { mode: 'write', ...retry }),
+    ]);
+    await Promise.all(both.map((permit) => permit.release()));
+  });
+});
+
 /** Calls that come while the application closes, its lock client closed and a job still running. */
 @Injectable()
 class Ticker {
