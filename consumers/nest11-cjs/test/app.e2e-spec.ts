@@ -89,6 +89,53 @@ describe('nest-redlock in a NestJS 11 CommonJS app (packed tarball)', () => {
     await own.quit();
   });
 
+  it("the semaphore endpoint lets two of six concurrent requests in, across two instances (one on the application's own node-redis v4)", async () => {
+    const own = createClient({ url: redis!.url });
+    own.on('error', () => undefined);
+    await own.connect();
+    const other = await NestFactory.create(AppModule.forNodes([own]), { logger: ['error', 'warn'] });
+    await other.listen(0, '127.0.0.1');
+    try {
+      const otherBase = await other.getUrl();
+      const answers = await Promise.all(
+        [base, base, base, otherBase, otherBase, otherBase].map((url) => request(url).post('/items/acme/export')),
+      );
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 201, 409, 409, 409, 409]);
+      expect(answers.find((r) => r.status === 201)!.body).toEqual({ tenant: 'acme', exported: true });
+      // The permits were given back when the handlers finished: two more get in.
+      const again = await Promise.all([request(base).post('/items/acme/export'), request(otherBase).post('/items/acme/export')]);
+      expect(again.map((r) => r.status)).toEqual([201, 201]);
+    } finally {
+      await other.close();
+    }
+    await own.quit();
+  });
+
+  it('the read-write endpoints: readers share the catalog, a rebuild is refused beside them, and readers beside it', async () => {
+    const acquired = () => events.filter((e) => e.type === 'acquired' && e.resources.join() === 'catalog').length;
+    const readers = Promise.all(
+      [1, 2, 3].map(() =>
+        request(base)
+          .get('/items/catalog')
+          .then((r) => r),
+      ),
+    );
+    await until(() => acquired() === 3, 5000, 'three readers inside');
+    expect((await request(base).put('/items/catalog')).status).toBe(409);
+    expect((await readers).map((r) => r.status)).toEqual([200, 200, 200]);
+    await until(
+      () => events.filter((e) => e.type === 'released' && e.resources.join() === 'catalog').length === 3,
+      3000,
+      'the readers gone',
+    );
+    const rebuild = request(base)
+      .put('/items/catalog')
+      .then((r) => r);
+    await until(() => acquired() === 4, 5000, 'the writer inside');
+    expect((await request(base).get('/items/catalog')).status).toBe(409);
+    expect((await rebuild).status).toBe(200);
+  });
+
   it('the locked cron job runs under its lock', async () => {
     const job = app!.get(TickJob);
     const acquiredTick = () => events.some((e) => e.type === 'acquired' && e.resources.length === 1 && e.resources[0] === TICK_RESOURCE);
