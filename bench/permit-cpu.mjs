@@ -174,7 +174,17 @@ async function round(lib) {
           },
         ),
   );
-  const next = (w) => new Promise((resolve, reject) => (w.once('message', resolve), w.once('exit', reject)));
+  // A worker that exits before its message says so, with its row and exit code (a bare code hid which and why).
+  const next = (w, i) =>
+    new Promise((resolve, reject) => {
+      const exited = (code, signal) =>
+        reject(new Error(`${lib}: worker ${i} exited (code ${code}${signal ? `, signal ${signal}` : ''}) before sending its result`));
+      w.once('exit', exited);
+      w.once('message', (message) => {
+        w.off('exit', exited);
+        resolve(message);
+      });
+    });
   await Promise.all(workers.map(next));
   const warmUntil = Date.now() + 100 + WARMUP;
   const endAt = warmUntil + SECONDS * 1000;
