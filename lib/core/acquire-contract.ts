@@ -48,10 +48,14 @@ export interface AcquireArgs {
    * attempt's entry it read (see `Turn.handedOver`).
    */
   readonly attempt?: number;
+  /** A semaphore's slot (its lock key \`<prefix>lock#<slot>:...\`): the semaphore's limit. */
+  readonly limit?: number;
 }
 
 /** `taken`: the lock's token in `value` (0 without fencing); refused: -1 (held by another value) or -3 (reserved for an earlier waiter). */
 export interface AcquireReply {
   readonly taken: boolean;
   readonly value: number;
+  /** A semaphore's slot refused: another slot this node has free, with nobody queued for it. */
+  readonly free?: number;
 }

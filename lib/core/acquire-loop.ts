@@ -18,7 +18,8 @@ import { describeKind, mismatchIn, optionsOfPermit } from './permit.js';
 import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
 import { CONNECT_WAIT } from './node-watch.js';
 import { Turn, type AwaitedHandOver } from './turn.js';
-import { doneVerdict } from './verdicts.js';
+import { LEAVE_QUEUE } from './scripts.js';
+import { doneVerdict, heldVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
 import { packedFill, packedMap } from './packed.js';
 
@@ -44,8 +45,8 @@ export interface AcquireHost {
   readonly closing: Closing;
   readonly locks: HeldLocks;
   readonly wakePrefix: string;
-  /** The first connections, while fewer than `quorum` nodes are up (and checked) and some are still being made. */
-  readonly connecting: (quorum: number) => Promise<void> | undefined;
+  /** The first connections, while fewer than a quorum of nodes are up (and checked) and some are still being made. */
+  readonly connecting: () => Promise<void> | undefined;
   readonly emit: (event: LockEvent) => void;
   /** Someone listens to lock events: the hot path builds none for nobody. */
   readonly listening: () => boolean;
@@ -82,8 +83,7 @@ export class AcquireLoop {
 
   private async attempts(plan: AcquirePlan, waits: { counted: boolean }): Promise<Lock> {
     const { notifier, closing } = this.#host;
-    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
-    const set = plan.permit ? { nodes: this.#host.set.nodes, quorum: plan.permit.calls.quorum } : this.#host.set;
+    const set = this.#host.set;
     const attempts: AttemptReport[] = [];
     /** The nodes any attempt went to: where a waiter may be queued. */
     const queuedOn: boolean[] = packedFill(set.nodes.length, false);
@@ -91,7 +91,7 @@ export class AcquireLoop {
     // the first attempt, so a release during it is not missed.
     let turn = plan.waiter && notifier.isSubscribed ? new Turn(notifier, plan.waiter, false) : undefined;
     const fail = (error: LockError) => this.gaveUp(plan, error, attempts.length, turn, queuedOn);
-    const connecting = this.#host.connecting(set.quorum);
+    const connecting = this.#host.connecting();
     if (connecting) await closing.settles(connecting, Math.min(CONNECT_WAIT, plan.deadline - performance.now()), plan.signal);
     for (let attempt = 1; ; attempt++) {
       const stopped = this.stoppedFor(plan);
@@ -114,13 +114,15 @@ export class AcquireLoop {
       if (stoppedNow) throw fail(stoppedNow);
       const mismatch = kindMismatch(plan, outcome.reports);
       if (mismatch) throw fail(mismatch);
+      // A semaphore's slot refused where another is free: that one is tried at once.
+      if (this.moveSlot(plan, set, outcome.sent)) continue;
       const judged = judgeAttempt(outcome.reports, set.quorum, outcome.reachedQuorum);
       // Built only to be thrown: an error's stack trace costs more than the rest of a refused attempt's bookkeeping.
       const error = () =>
         judged.kind === 'busy'
           ? new ResourceBusyError(plan.names, attempts, judged.split)
           : new QuorumUnreachableError('acquire', plan.names, attempts, set.quorum);
-      const step = nextStep(judged, attempt, plan.retry.retryCount);
+      const step = nextStep(judged, attempt - (plan.slots?.moved ?? 0), plan.retry.retryCount);
       if (step === 'give-up') throw fail(error());
       const { retryDelay, retryJitter } = plan.retry;
       const delay = step === 'split-retry' ? retryDelayOf(0, SPLIT_JITTER) : retryDelayOf(retryDelay, retryJitter);
@@ -135,18 +137,26 @@ export class AcquireLoop {
       const awaited = turn && this.awaiting(plan, set, attempt, outcome.reports);
       const interrupted = await this.waitTurn(plan, turn, Math.min(delay, Math.max(0, left)), awaited);
       if (interrupted) throw fail(interrupted);
-      const handed = awaited && this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports);
+      const handed = awaited && (await this.handedOver(plan, set, turn!, awaited, began, queuedOn, outcome.reports));
       if (handed) {
         turn!.stop();
         return this.handOver(plan, handed, attempt, queuedOn, true);
       }
       if (performance.now() >= plan.deadline) throw fail(error()); // a wait cut short leaves time for one
+      // Woken to take a semaphore's slot freed with nobody queued for it: the next attempt goes there.
+      if (plan.slots && turn) this.moveSlot(plan, set, queuedOn, turn.takeFree());
     }
   }
 
   /** What a waiter watches for in its wait: a quorum of hand-overs of this attempt's entry from the nodes that refused it. */
   private awaiting(plan: AcquirePlan, set: NodeSet, attempt: number, reports: readonly NodeReport[]): AwaitedHandOver {
-    return { attempt, eligible: this.eligible(set, reports), quorum: set.quorum, grace: Math.min(plan.nodeTimeout, this.handOverGrace) };
+    return {
+      attempt,
+      eligible: this.eligible(set, reports),
+      quorum: set.quorum,
+      anyToken: plan.slots !== undefined,
+      grace: Math.min(plan.nodeTimeout, this.handOverGrace),
+    };
   }
 
   /** Per node: it refused the attempt (so got no undo from it) and is counted (not inside its restart guard). */
@@ -161,7 +171,7 @@ export class AcquireLoop {
    * read), with the lock's ttl: the validity is counted from `began`, as if
    * the attempt had taken it.
    */
-  private handedOver(
+  private async handedOver(
     plan: AcquirePlan,
     set: NodeSet,
     turn: Turn,
@@ -169,9 +179,30 @@ export class AcquireLoop {
     began: number,
     queuedOn: readonly boolean[],
     reports: readonly NodeReport[],
-  ): (AttemptOutcome & { taken: true }) | undefined {
-    const handed = turn.handedOver({ attempt: awaited.attempt, eligible: this.eligible(set, reports), quorum: awaited.quorum });
+  ): Promise<(AttemptOutcome & { taken: true }) | undefined> {
+    const handed = turn.handedOver({
+      attempt: awaited.attempt,
+      eligible: this.eligible(set, reports),
+      quorum: awaited.quorum,
+      anyToken: awaited.anyToken,
+    });
     if (!handed || this.stoppedFor(plan)) return undefined;
+    if (handed.agreeing < set.quorum && plan.retention > 0) {
+      // A semaphore's hand-overs with different tokens: the highest is written back
+      // where the permit was handed over with a lower one, until a quorum stores it
+      // (fencing's phase 2, see confirmToken in acquire-attempt.ts).
+      const lower = packedMap(set.nodes, (_, i) => handed.by[i] === true && turn.tokenFrom(i) !== handed.token);
+      // The nodes not sent to count as yes in a round: the quorum counts them too.
+      const needed = set.quorum - handed.agreeing + countFalse(lower);
+      const confirm = await callRound(plan.confirm(handed.token), heldVerdict, {
+        nodes: set.nodes,
+        quorum: needed,
+        timeout: plan.nodeTimeout,
+        until: 'quorum',
+        targets: lower,
+      });
+      if (confirm.yes.length < needed) return undefined;
+    }
     const elapsed = performance.now() - began;
     const validity = validityOf(plan.ttl, elapsed, this.#host.options.driftFactor);
     if (validity <= 0) return undefined;
@@ -189,6 +220,22 @@ export class AcquireLoop {
       unconfirmed: HANDED_OVER,
       sent: queuedOn,
     };
+  }
+
+  /**
+   * A semaphore's permit moves to a free slot a quorum of nodes named, in their refusals
+   * or (`woken`) the wake-ups of their releases (see SlotChoice): it leaves
+   * the queue of the slot it leaves, where its attempts went. True when it moved.
+   */
+  private moveSlot(plan: AcquirePlan, set: NodeSet, sent: readonly boolean[], woken?: readonly number[]): boolean {
+    if (woken) plan.slots?.offer(woken);
+    const left = plan.slots?.move(set.quorum);
+    if (!left) return false;
+    if (plan.waiter) {
+      const call = LEAVE_QUEUE.call(left, { waiter: plan.waiter, wakePrefix: this.#host.wakePrefix });
+      void callRound(call, doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets: sent });
+    }
+    return true;
   }
 
   /** Why the call must stop now, if it must: the client closed, or the caller aborted. */
@@ -232,7 +279,7 @@ export class AcquireLoop {
       attempts: attempt,
       threshold: options.threshold,
       maxExtensions: options.maxExtensions,
-      ...optionsOfPermit(plan.permit),
+      ...(plan.slots ? { limit: plan.slots.limit } : optionsOfPermit(plan.permit)),
     });
     // A waiter stays in the queues while it holds the lock (the key keeps the
     // others out anyway) and leaves them in its release: no round of its own.
@@ -254,11 +301,13 @@ export class AcquireLoop {
       locks.add(lock, { keys: plan.keys, sentTo: outcome.sent, queuedAs: waiter, permit: plan.permit.calls });
     } else {
       const queued = attempt > 1 || outcome.refused;
+      const { slots } = plan;
       locks.add(lock, {
-        keys: plan.keys,
+        keys: slots?.keys ?? plan.keys,
         sentTo: outcome.sent,
         queuedAs: waiter,
         unconfirmed: queued || !waiter ? undefined : outcome.unconfirmed,
+        slot: slots && { mark: slots.mark, limit: slots.limit },
       });
     }
     if (plan.autoExtend) lock.startAutoExtend();
@@ -316,14 +365,22 @@ export class AcquireLoop {
   }
 }
 
+/** How many entries are false: a round's nodes that are not targets, which it counts as yes. */
+function countFalse(flags: readonly boolean[]): number {
+  let n = 0;
+  for (const flag of flags) if (!flag) n++;
+  return n;
+}
+
 /** A lock handed over was queued by an attempt before (its release leaves the queues whatever this says). */
 const HANDED_OVER = { count: 0 };
 
 /** A node said the resource is held as another kind of lock (see PERMIT_ACQUIRE): the call is refused, typed. */
 function kindMismatch(plan: AcquirePlan, reports: readonly NodeReport[]): LockKindMismatchError | undefined {
   for (const report of reports) {
-    const found = report.outcome === 'error' ? mismatchIn(report.error, plan.permit?.kind) : undefined;
-    if (found) return new LockKindMismatchError(plan.names, describeKind(plan.permit?.kind), found);
+    const asked = plan.permit?.kind ?? (plan.slots && String(plan.slots.limit));
+    const found = report.outcome === 'error' ? mismatchIn(report.error, asked) : undefined;
+    if (found) return new LockKindMismatchError(plan.names, describeKind(asked), found);
   }
   return undefined;
 }

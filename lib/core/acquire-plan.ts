@@ -19,8 +19,6 @@ export interface PlanContext {
    * script, which knows its own value.
    */
   readonly clustered: boolean;
-  /** How many nodes the client has (a semaphore's quorum depends on it). */
-  readonly nodeCount: number;
   /** Names this client in its waiters' ids. */
   readonly clientId: string;
   /** `<prefix>wake:`: a release wakes a waiter on this, followed by its client id. */
@@ -60,8 +58,91 @@ export interface AcquirePlan {
   readonly confirm: (token: number) => Call<boolean>;
   /** The waiter leaves the queues (it gave up, or holds a permit while queued elsewhere). */
   readonly leave: () => Call<unknown>;
-  /** A semaphore's or read-write lock's permit: its kind and calls; undefined for a mutex. */
+  /** A read-write lock's permit: its kind and calls; undefined for a mutex or a semaphore. */
   readonly permit: (PermitKind & { readonly calls: PermitCalls }) | undefined;
+  /** A semaphore's permit: the slot it tries, and how it moves to a free one; undefined otherwise. */
+  readonly slots: SlotChoice | undefined;
+}
+
+/**
+ * A semaphore's permit is one of its `limit` slots, each a lock of its own (see
+ * slot-scripts.ts). A call draws the slot it tries first, at random, so that
+ * callers at the same moment rarely want the same one; a node that refuses it names
+ * a slot it has free with nobody queued, and the call moves there at once (leaving
+ * the queue it joined); else it waits in its slot's queue, for that slot's hand-over.
+ */
+export class SlotChoice {
+  /** The slot tried now. */
+  slot: number;
+  keys: LockKeys;
+  /** Free slots named by the nodes that refused the current attempt. */
+  private readonly named: number[] = [];
+  private moves = 0;
+
+  constructor(
+    private readonly layout: KeyLayout,
+    private readonly resource: string,
+    readonly limit: number,
+  ) {
+    this.slot = limit > 1 ? Math.floor(Math.random() * limit) : 0;
+    this.keys = layout.forSlot(resource, this.slot);
+  }
+
+  /** The acquire of the current slot, its replies' named free slots kept. */
+  acquire(args: AcquireArgs): Call<AcquireReply> {
+    const call = ACQUIRE.call(this.keys.locks, args);
+    this.named.length = 0;
+    return {
+      command: call.command,
+      keys: call.keys,
+      argv: call.argv,
+      decode: (reply) => {
+        const decoded = call.decode(reply);
+        if (decoded.free !== undefined) this.named.push(decoded.free);
+        return decoded;
+      },
+    };
+  }
+
+  /**
+   * After a refused attempt: moves to the free slot most nodes named, if any (at most
+   * `limit` times a call, so that callers racing for the same free slots still end up
+   * waiting in line). Returns the queue keys of the slot left, or undefined.
+   */
+  move(quorum: number): readonly string[] | undefined {
+    if (this.named.length < quorum || this.moves >= this.limit) return undefined;
+    const counts = new Map<number, number>();
+    let best = this.named[0]!;
+    for (const slot of this.named) {
+      const c = (counts.get(slot) ?? 0) + 1;
+      counts.set(slot, c);
+      if (c > counts.get(best)!) best = slot;
+    }
+    // Named by a quorum: free on enough nodes to be taken (under contention, a slot
+    // free on a few nodes only is being taken by another).
+    if (counts.get(best)! < quorum) return undefined;
+    const left = this.keys.queues();
+    this.moves++;
+    this.slot = best;
+    this.keys = this.layout.forSlot(this.resource, best);
+    return left;
+  }
+
+  /** The slots wake-ups named free, one per node: the next `move` goes to the one a quorum named. */
+  offer(named: readonly number[]): void {
+    this.named.length = 0;
+    for (const slot of named) if (slot >= 0 && slot < this.limit && slot !== this.slot) this.named.push(slot);
+  }
+
+  /** Moves so far (not counted as the caller's retries). */
+  get moved(): number {
+    return this.moves;
+  }
+
+  /** The semaphore's marker key (SLOT_EXTEND keeps it alive). */
+  get mark(): string {
+    return this.layout.slots(this.resource);
+  }
 }
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
@@ -122,6 +203,7 @@ export function planAcquire(
     deadline: retry.acquireTimeout === undefined ? Infinity : started + retry.acquireTimeout,
     retention,
   };
+  if (permit && permit.kind !== 'rw') return planSlots(context, base, Number(permit.kind), { fair: queueing, fencing });
   if (permit) return planPermit(context, base, permit, { fair: queueing, fencing });
   const keys = layout.forLock(names, retention > 0, fair);
   const { locks } = keys;
@@ -138,13 +220,37 @@ export function planAcquire(
     confirm: (token) => CONFIRM_TOKEN.call(keys.confirm(), { value, token, locks: locks.length, retention }),
     leave: () => LEAVE_QUEUE.call(keys.queues(), { waiter, wakePrefix }),
     permit: undefined,
+    slots: undefined,
+  });
+}
+
+/** The plan of a semaphore's permit: a lock on one of its slots (see SlotChoice). */
+function planSlots(
+  context: PlanContext,
+  base: PlanBase,
+  limit: number,
+  per: { fair: FairWaiting | undefined; fencing: () => AcquireArgs['fencing'] },
+): AcquirePlan {
+  const { value, waiter, ttl, retention } = base;
+  const { layout, wakePrefix } = context;
+  const { prefixLength } = layout;
+  const slots = new SlotChoice(layout, base.names[0]!, limit);
+  return assemble(base, {
+    keys: slots.keys,
+    acquire: (attempt) => slots.acquire({ value, ttl, fair: per.fair, prefixLength, fencing: per.fencing(), attempt, limit }),
+    // With the prefix length whether fair waiting is on or not: a slot's release drops the marker with the last permit.
+    undo: () => RELEASE.call(slots.keys.locks, { value, fair: { prefixLength, undoneBy: waiter } }),
+    confirm: (token) => CONFIRM_TOKEN.call(slots.keys.confirm(), { value, token, locks: 1, retention }),
+    leave: () => LEAVE_QUEUE.call(slots.keys.queues(), { waiter, wakePrefix }),
+    permit: undefined,
+    slots,
   });
 }
 
 /** What a plan holds besides its calls. */
 type PlanBase = Omit<AcquirePlan, keyof PlanCalls>;
 /** A plan's keys and calls: a mutex's, or a permit's. */
-type PlanCalls = Pick<AcquirePlan, 'keys' | 'acquire' | 'undo' | 'confirm' | 'leave' | 'permit'>;
+type PlanCalls = Pick<AcquirePlan, 'keys' | 'acquire' | 'undo' | 'confirm' | 'leave' | 'permit' | 'slots'>;
 
 /**
  * The plan as one object literal, every field named: `{ ...base, ...calls }`
@@ -171,6 +277,7 @@ function assemble(base: PlanBase, calls: PlanCalls): AcquirePlan {
     confirm: calls.confirm,
     leave: calls.leave,
     permit: calls.permit,
+    slots: calls.slots,
   };
 }
 
@@ -187,7 +294,6 @@ function planPermit(
     fencing: retention > 0,
     fair,
     wakePrefix: context.wakePrefix,
-    nodes: context.nodeCount,
   });
   const locks = calls.locks;
   return assemble(base, {
@@ -199,5 +305,6 @@ function planPermit(
     // A permit a release handed over to it and it never took up is given back too.
     leave: () => calls.release({ member: true, leaving: waiter, skip: '' }),
     permit: { kind: permit.kind, writer: permit.writer, calls },
+    slots: undefined,
   });
 }

@@ -79,7 +79,7 @@ export async function forceRelease(ctx: ForceReleaseContext, resource: string, n
   const replies: ForceReleaseReply[] = [];
   const keys = [...inspectKeys(layout, resource).slice(0, 3), layout.queueDeadlines(resource), layout.kind(resource)];
   const fencing = retention > 0 ? { floor: Date.now() * 1000, retention } : undefined;
-  const call = FORCE_RELEASE.call(keys, { holder, fencing, wakePrefix: ctx.wakePrefix });
+  const call = FORCE_RELEASE.call(keys, { holder, fencing, wakePrefix: ctx.wakePrefix, prefixLength: layout.prefixLength });
   const round = await callRound(call, (reply) => (replies.push(reply), { outcome: 'ok' }), {
     ...set,
     timeout: ctx.timeout,

@@ -19,8 +19,10 @@ export interface Releasable {
    * node may have refused, and queued it, after the lock was taken.
    */
   readonly unconfirmed?: { readonly count: number };
-  /** A semaphore's or read-write lock's permit: its own extend and release. */
+  /** A read-write lock's permit: its own extend and release. */
   readonly permit?: PermitCalls;
+  /** A semaphore's permit (a lock on one of its slots): its marker, kept alive by each extension, and its limit. */
+  readonly slot?: { readonly mark: string; readonly limit: number };
 }
 
 /**

@@ -5,7 +5,6 @@ import type { KeyLayout } from './keys.js';
 import type { NodeReport } from './outcome.js';
 import type { LockNode } from './node.js';
 import { INSPECT, type InspectReply } from './operator-scripts.js';
-import { permitQuorumOf } from './quorum.js';
 import { callRound, type NodeSet, type Verdict } from './round.js';
 
 /** How a resource is held: a mutex, a semaphore (`limit`) or a read-write lock (`mode`). */
@@ -45,7 +44,7 @@ export interface ResourceHolder {
   readonly identity?: HolderIdentity;
   /** A read-write lock's permit: `read` or `write`. */
   readonly mode?: 'read' | 'write';
-  /** Nodes it is on, and whether that is the quorum its kind needs. */
+  /** Nodes it is on, and whether that is a quorum. */
   readonly heldOn: number;
   readonly held: boolean;
   /** Smallest remaining ttl among those nodes, ms. */
@@ -59,7 +58,7 @@ export interface ResourceInspection {
   readonly kind?: ResourceKind;
   /** A semaphore's limit. */
   readonly limit?: number;
-  /** True when a holder is on a quorum of nodes (for a semaphore, the votes its permits need: see `quorum`). */
+  /** True when a holder is on a quorum of nodes. */
   readonly held: boolean;
   /** Every holder seen on any node, the most nodes first: a mutex's one, or each permit's holder. */
   readonly holders: readonly ResourceHolder[];
@@ -68,7 +67,7 @@ export interface ResourceInspection {
   readonly identity?: HolderIdentity;
   readonly heldOn: number;
   readonly ttl?: number;
-  /** Votes a holder needs: a majority; for a semaphore of limit n, more (see `permitQuorumOf`). */
+  /** Votes a holder needs: a majority (a semaphore's permit is one of its slots, held on a majority). */
   readonly quorum: number;
   readonly fencingCounter?: number;
   readonly waiters: number;
@@ -96,16 +95,13 @@ export async function inspectNodes(set: NodeSet, layout: KeyLayout, resource: st
 
 /**
  * `Redlock.inspect`: as `inspectNodes`, but rejects with `QuorumUnreachableError`
- * when fewer nodes answered than a holder needs (a majority, or a semaphore's
- * permit quorum), as `list` does: no holder could then be seen on a quorum,
- * and `held: false` would read as "free".
+ * when fewer nodes answered than a holder needs (a majority), as `list` does: no
+ * holder could then be seen on a quorum, and `held: false` would read as "free".
  */
 export async function inspectResource(set: NodeSet, layout: KeyLayout, resource: string, timeout: number): Promise<ResourceInspection> {
   const { inspection, round } = await inspectRound(set, layout, resource, timeout);
-  // A semaphore's permits need more votes than a majority (its `quorum`): fewer answers say nothing of them either.
-  const needed = Math.max(set.quorum, inspection.quorum);
-  if (round.yes.length < needed) {
-    throw new QuorumUnreachableError('inspect', [resource], [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }], needed);
+  if (round.yes.length < set.quorum) {
+    throw new QuorumUnreachableError('inspect', [resource], [{ attempt: 1, elapsed: round.elapsed, nodes: round.reports }], set.quorum);
   }
   return inspection;
 }
@@ -116,7 +112,8 @@ async function inspectRound(set: NodeSet, layout: KeyLayout, resource: string, t
     replies.set(node.label, reply);
     return { outcome: 'ok' };
   };
-  const round = await callRound(INSPECT.call(inspectKeys(layout, resource), undefined), record, { ...set, timeout, until: 'all' });
+  const call = INSPECT.call(inspectKeys(layout, resource), { prefixLength: layout.prefixLength });
+  const round = await callRound(call, record, { ...set, timeout, until: 'all' });
   return { inspection: inspectionOf(resource, set.quorum, round.reports, replies), round };
 }
 
@@ -140,16 +137,14 @@ function nodeInspection(report: NodeReport, reply: InspectReply | undefined): No
   return { node: report.node, state: 'held', kind, holders, holder: one?.holder, ttl: one?.ttl, fencingCounter, waiters };
 }
 
-/** The kind most holding nodes report, with its quorum. */
-function mergedKind(nodes: readonly NodeInspection[], replies: ReadonlyMap<string, InspectReply>, majority: number) {
+/** The kind most holding nodes report. */
+function mergedKind(nodes: readonly NodeInspection[], replies: ReadonlyMap<string, InspectReply>) {
   const votes = new Map<string, number>();
   for (const n of nodes) {
     const stored = n.state === 'held' ? replies.get(n.node)?.kind : undefined;
     if (stored) votes.set(stored, (votes.get(stored) ?? 0) + 1);
   }
-  const top = [...votes].sort((a, b) => b[1] - a[1])[0]?.[0];
-  const { kind, limit } = kindOf(top);
-  return { kind, limit, quorum: limit === undefined ? majority : permitQuorumOf(nodes.length, limit) };
+  return kindOf([...votes].sort((a, b) => b[1] - a[1])[0]?.[0]);
 }
 
 /** Builds the inspection from each node's report in the round, and the replies of those that answered. */
@@ -160,7 +155,8 @@ export function inspectionOf(
   replies: ReadonlyMap<string, InspectReply>,
 ): ResourceInspection {
   const nodes = reports.map((report) => nodeInspection(report, report.outcome === 'ok' ? replies.get(report.node) : undefined));
-  const { kind, limit, quorum } = mergedKind(nodes, replies, majority);
+  const { kind, limit } = mergedKind(nodes, replies);
+  const quorum = majority;
   const identities = new Map<string, string | undefined>();
   for (const reply of replies.values()) for (const h of reply.holders) identities.set(h.holder, h.identity);
   const seen = new Map<string, NodeHolder[]>();

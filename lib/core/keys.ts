@@ -93,6 +93,22 @@ export class KeyLayout {
     return this.key('kind', resource);
   }
 
+  /** A semaphore's marker: its limit, while any of its permits may be held (see slot-scripts.ts). */
+  slots(resource: string): string {
+    return this.key('slots', resource);
+  }
+
+  /**
+   * Every key list of slot `slot` of a semaphore on `resource`: a lock of its own
+   * (`lock#<slot>`, and its queue), with the resource's fence counter.
+   */
+  forSlot(resource: string, slot: number): LockKeys {
+    const locks = [this.key(`lock#${slot}`, resource)];
+    const confirm = [locks[0]!, this.fence(resource)];
+    const queues = [this.key(`queue#${slot}`, resource), this.key(`queue-deadlines#${slot}`, resource)];
+    return { locks, confirm: () => confirm, queues: () => queues };
+  }
+
   /** When each queued waiter's entry goes stale (a hash of waiter id -> ms). */
   queueDeadlines(resource: string): string {
     return this.key('queue-deadlines', resource);
@@ -107,14 +123,14 @@ export class KeyLayout {
    * The SCAN pattern of the lock keys whose resource matches `pattern` (a Redis
    * glob): the prefix is escaped, so that its own `*`, `?` or `[` match only themselves.
    */
-  lockPattern(pattern: string): string {
-    const prefix = `${this.prefix}lock:`.replace(/[*?[\]\\]/g, '\\$&');
+  lockPattern(pattern: string, kind = 'lock'): string {
+    const prefix = `${this.prefix}${kind}:`.replace(/[*?[\]\\]/g, '\\$&');
     return this.cluster ? `${prefix}{*}:${pattern}` : `${prefix}${pattern}`;
   }
 
-  /** The resource a lock key found by SCAN is for; `undefined` for a key of another layout. */
-  resourceOfLockKey(key: string): string | undefined {
-    const head = `${this.prefix}lock:`;
+  /** The resource a lock key (or, with `kind` 'slots', a semaphore's marker) found by SCAN is for; `undefined` for a key of another layout. */
+  resourceOfLockKey(key: string, kind = 'lock'): string | undefined {
+    const head = `${this.prefix}${kind}:`;
     if (!key.startsWith(head)) return undefined;
     if (!this.cluster) return key.slice(head.length);
     // The tag holds no brace: the resource starts after the first '}:'.

@@ -8,5 +8,16 @@ export { validateResources } from './keys.js';
 export { checkAcquireOptions, checkKnown, checkTtl } from './options.js';
 export { formatResources } from './log-safe.js';
 export { describeKind } from './permit.js';
-export { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, FORCE_RELEASE, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from './scripts.js';
+export {
+  ACQUIRE,
+  CONFIRM_TOKEN,
+  EXTEND,
+  FENCED_ACCESS,
+  FORCE_RELEASE,
+  INSPECT,
+  LEAVE_QUEUE,
+  RELEASE,
+  SLOT_EXTEND,
+  type Script,
+} from './scripts.js';
 export { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE } from './permit-scripts.js';

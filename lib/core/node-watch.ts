@@ -62,17 +62,15 @@ export const CONNECT_WAIT = 2000;
 
 /**
  * Calls `done` once a quorum of nodes is connected, or every node has
- * connected or failed once (`done` may be called again after); and `all` when
- * every node has.
+ * connected or failed once (`done` may be called again after).
  */
-export function connectQuorum(nodes: readonly LockNode[], quorum: number, done: () => void, all?: () => void): void {
+export function connectQuorum(nodes: readonly LockNode[], quorum: number, done: () => void): void {
   let up = 0;
   let settled = 0;
   const count = (ok: boolean) => {
     settled++;
     if (ok) up++;
     if (up >= quorum || settled === nodes.length) done();
-    if (settled === nodes.length) all?.();
   };
   for (const node of nodes) node.connect().then(count, () => count(false));
 }

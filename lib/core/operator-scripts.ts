@@ -1,4 +1,6 @@
+import { GRANT } from './grant-lua.js';
 import { HELPERS, WAKE } from './permit-scripts.js';
+import { SLOT_LUA } from './slot-scripts.js';
 import { defineScript, integer, tuple } from './script.js';
 
 // The operators' scripts: what a node holds of one resource (INSPECT) and the
@@ -21,6 +23,27 @@ local function fingerprint(value)
 end
 local function identityOf(value)
   return string.match(value, '%..*$') or false
+end
+`;
+
+/**
+ * Lua: a semaphore's slots (see slot-scripts.ts), found from its resource's
+ * lock key and the key prefix's length: its marker's value (the limit) and, per slot
+ * held, {slot, value}; nil when the resource is not used as a semaphore here.
+ */
+const SLOTS = `
+local function slotKey(lockKey, p, kind, slot)
+  return string.sub(lockKey, 1, p) .. kind .. '#' .. slot .. ':' .. string.sub(lockKey, p + 6)
+end
+local function heldSlots(lockKey, p)
+  local limit = redis.call('GET', string.sub(lockKey, 1, p) .. 'slots:' .. string.sub(lockKey, p + 6))
+  if not limit then return nil end
+  local held = {}
+  for i = 0, tonumber(limit) - 1 do
+    local v = redis.call('GET', slotKey(lockKey, p, 'lock', i))
+    if v then table.insert(held, {i, v}) end
+  end
+  return limit, held
 end
 `;
 
@@ -57,7 +80,7 @@ export interface InspectReply {
  */
 export const INSPECT = defineScript(
   'inspect',
-  `${HELPERS}${HOLDER}
+  `${HELPERS}${HOLDER}${SLOTS}
 local counter, waiters = redis.call('GET', KEYS[2]), redis.call('ZCARD', KEYS[3])
 if KEYS[5] then
   for _, v in ipairs(redis.call('HVALS', KEYS[5])) do
@@ -80,11 +103,25 @@ elseif t == 'zset' then
       table.insert(holders, x)
     end
   end
+elseif ARGV[1] then
+  -- A semaphore's: each slot held is a holder; each slot's queue holds waiters.
+  local p = tonumber(ARGV[1])
+  local limit, held = heldSlots(KEYS[1], p)
+  if limit then
+    kind = limit
+    for _, slot in ipairs(held) do
+      local key = slotKey(KEYS[1], p, 'lock', slot[1])
+      for _, x in ipairs({fingerprint(slot[2]), identityOf(slot[2]), redis.call('PTTL', key), 0}) do
+        table.insert(holders, x)
+      end
+    end
+    for i = 0, tonumber(limit) - 1 do waiters = waiters + redis.call('ZCARD', slotKey(KEYS[1], p, 'queue', i)) end
+  end
 end
 return {kind, counter, waiters, holders}
 `,
   {
-    argv: () => [],
+    argv: (args: { prefixLength: number }) => [String(args.prefixLength)],
     decode: (reply): InspectReply => {
       const [kind, counter, waiters, flat] = tuple(reply, 4);
       const list = flat as unknown[];
@@ -110,6 +147,8 @@ export interface ForceReleaseArgs {
   readonly fencing?: { readonly floor: number; readonly retention: number };
   /** The wake channel prefix: the waiters the eviction makes room for are woken, as by a release. */
   readonly wakePrefix: string;
+  /** The key prefix's length in bytes: a semaphore's slots are found from the lock key with it. */
+  readonly prefixLength: number;
 }
 
 /** One node's FORCE_RELEASE reply. */
@@ -150,7 +189,7 @@ export interface ForceReleaseReply {
  */
 export const FORCE_RELEASE = defineScript(
   'force-release',
-  `${HELPERS}${WAKE}${HOLDER}
+  `${HELPERS}${WAKE}${HOLDER}${SLOTS}${GRANT}${SLOT_LUA}
 local wanted = ARGV[1]
 local released, holder, identity, kind, writer = 0, false, false, false, 0
 local t = redis.call('TYPE', KEYS[1])['ok']
@@ -180,6 +219,31 @@ elseif t == 'zset' then
     released, holder, identity, writer = 1, fingerprint(value), identityOf(value), w
     wake(KEYS[3], KEYS[4], now, heldWeight(KEYS[1], now, limit), limit, ARGV[4], '')
   end
+elseif ARGV[5] then
+  -- A semaphore's: a slot's holder, named, or the only one; its slot's first waiter is woken.
+  local p = tonumber(ARGV[5])
+  local limit, held = heldSlots(KEYS[1], p)
+  if limit then
+    kind = limit
+    if wanted == '' and #held > 1 then return {-2, false, false, false, kind, 0} end
+    local found
+    for _, slot in ipairs(held) do
+      if wanted == '' or fingerprint(slot[2]) == wanted then found = slot end
+    end
+    if not found and #held > 0 then return {-1, false, false, false, kind, 0} end
+    if found then
+      redis.call('DEL', slotKey(KEYS[1], p, 'lock', found[1]))
+      released, holder, identity = 1, fingerprint(found[2]), identityOf(found[2])
+      -- As a release: the slot's first waiter is woken, or another slot's (the marker goes with the last permit).
+      local base, rest, tag = string.sub(KEYS[1], 1, p), string.sub(KEYS[1], p + 6), '#' .. found[1]
+      local head = firstFresh(base .. 'queue' .. tag .. ':' .. rest, base .. 'queue-deadlines' .. tag .. ':' .. rest, base .. 'handover' .. tag .. ':' .. rest)
+      if head then
+        redis.pcall('PUBLISH', ARGV[4] .. string.match(head, '^[^.]*'), head) -- pcall: see GRANT
+      else
+        slotFreed(base, rest, tag, firstFresh)
+      end
+    end
+  end
 end
 if ARGV[2] == '' then
   return {released, false, holder, identity, kind, writer}
@@ -193,11 +257,12 @@ redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
 return {released, text, holder, identity, kind, writer}
 `,
   {
-    argv: ({ holder, fencing, wakePrefix }: ForceReleaseArgs) => [
+    argv: ({ holder, fencing, wakePrefix, prefixLength }: ForceReleaseArgs) => [
       holder ?? '',
       fencing ? String(fencing.floor) : '',
       fencing ? String(fencing.retention) : '',
       wakePrefix,
+      String(prefixLength),
     ],
     decode: (reply): ForceReleaseReply => {
       const [released, counter, holder, identity, kind, writer] = tuple(reply, 6);

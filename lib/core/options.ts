@@ -109,8 +109,11 @@ export interface AcquireOptions extends RetryOptions {
   readonly mode?: 'read' | 'write';
 }
 
-/** Most holders a semaphore admits. */
-export const MAX_LIMIT = 1_000_000;
+/**
+ * Most holders a semaphore admits: each permit is one of its slots, and `inspect`,
+ * `list` and `forceRelease` read every slot's key on a node in one script.
+ */
+export const MAX_LIMIT = 1000;
 
 /** Options after defaults, as the client uses them. */
 export interface ResolvedOptions {

@@ -19,7 +19,10 @@ local function atLeast(key, ms)
   if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, 2 * ms) end
 end`;
 
-// The scripts of permits: semaphores (`limit: n`) and read-write locks (`mode`).
+// The scripts of read-write locks' permits (`mode`). A semaphore (`limit: n`) is
+// its slots, each a lock (see slot-scripts.ts); these scripts still count permits
+// of a numeric kind ('3': limit 3), as semaphores used them before slots: no call
+// sends one now (left for a cleanup with their twins and differential test).
 // Beside scripts.ts rather than in it: that file holds the mutex's Lua and is at
 // its size limit; NODE_SCRIPTS there loads these too.
 //
@@ -36,8 +39,8 @@ end`;
 // The queue (a sorted set of waiter ids by when they started waiting) and its
 // deadlines (a hash) are as ACQUIRE's, with one addition: a waiter admitted on
 // this node keeps its place, marked in the deadlines as a holder here by a
-// negative value, -(until when). A permit needs nearly every node's vote (see
-// permitQuorumOf), so every node must put the same waiters first: an attempt
+// negative value, -(until when). Counted permits needed nearly every node's vote
+// (before slots), so every node must put the same waiters first: an attempt
 // refused elsewhere is undone here, and its retry must find its old place on
 // every node, not a later one (see the README's "Liveness"). A mark is not
 // counted as a waiter ahead (its weight is in the holders' set); it is dropped
@@ -161,15 +164,18 @@ export interface PermitAcquireArgs {
 export const PERMIT_ACQUIRE = defineScript(
   'permit-acquire',
   `${HELPERS}${AT_LEAST}${ENTRY_STATE}
-local key, kindKey = KEYS[1], KEYS[2]
+local key, kindKey, mark = KEYS[1], KEYS[2], KEYS[3]
 local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local q, d, h = KEYS[3], KEYS[4], KEYS[5]
-if retention then q, d, h = KEYS[4], KEYS[5], KEYS[6] end
+local q, d, h = KEYS[4], KEYS[5], KEYS[6]
+if retention then q, d, h = KEYS[5], KEYS[6], KEYS[7] end
 local fair = spec ~= ''
 local now = clock()
 local limit = limitOf(kind)
 -- On a mutex's string key this raises WRONGTYPE: the client reports the mix.
 local used = heldWeight(key, now, limit)
+-- A semaphore's marker (see slot-scripts.ts): its permits may be held.
+local slots = redis.call('GET', mark)
+if slots then return redis.error_reply('WRONGKIND ' .. slots) end
 local current = redis.call('GET', kindKey)
 if current and current ~= kind and used > 0 then return redis.error_reply('WRONGKIND ' .. current) end
 -- Held already by this value (a resent command, or an attempt whose undo was
@@ -221,7 +227,7 @@ if not admitted then return {0, -1} end
 redis.call('ZADD', key, now + ttl, member)
 keepFor(key, kindKey, kind, ttl)
 if not retention then return {1, 0} end
-local fence = KEYS[3]
+local fence = KEYS[4]
 if mine then return {1, tonumber(redis.call('GET', fence) or '0')} end
 -- Fencing as ACQUIRE: above the counter and at least the client's clock in µs.
 local token = tonumber(ARGV[6])

@@ -1,5 +1,4 @@
 import type { KeyLayout } from './keys.js';
-import { permitQuorumOf, quorumOf } from './quorum.js';
 import type { AcquireOptions } from './options.js';
 import { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE, type PermitAcquireArgs } from './permit-scripts.js';
 import type { Call } from './script.js';
@@ -29,7 +28,7 @@ export function optionsOfPermit(permit: PermitKind | undefined): Pick<AcquireOpt
 
 /** A kind in words, for errors: 'mutex', 'semaphore (limit 3)', 'read-write lock'. */
 export function describeKind(kind: string | undefined): string {
-  if (kind === undefined) return 'mutex';
+  if (kind === undefined || kind === 'mutex') return 'mutex';
   return kind === 'rw' ? 'read-write lock' : `semaphore (limit ${kind})`;
 }
 
@@ -53,8 +52,6 @@ export interface PermitCalls {
    * kept its place); `skip`: an undo's own waiter, queued again for `entryTtl` ms.
    */
   readonly release: (opts: { member: boolean; leaving: string; skip: string; entryTtl?: number }) => Call<number>;
-  /** Votes the permit needs (see `permitQuorumOf`). */
-  readonly quorum: number;
   /** The keys: holders (the lock key), then queue and deadlines with fair waiting. */
   readonly locks: readonly string[];
   readonly queues: readonly string[];
@@ -70,7 +67,7 @@ export function permitCalls(
   resource: string,
   permit: PermitKind,
   value: string,
-  options: { fencing: boolean; fair: boolean; wakePrefix: string; nodes: number },
+  options: { fencing: boolean; fair: boolean; wakePrefix: string },
 ): PermitCalls {
   const { kind } = permit;
   const member = permit.writer ? `${value}:w` : value;
@@ -79,7 +76,14 @@ export function permitCalls(
   const fence = layout.fence(resource);
   const queues = options.fair ? [layout.queue(resource), layout.queueDeadlines(resource)] : [];
   const handovers = layout.handovers(resource);
-  const acquireKeys = [holders, kindKey, ...(options.fencing ? [fence] : []), ...queues, ...(options.fair ? [handovers] : [])];
+  const acquireKeys = [
+    holders,
+    kindKey,
+    layout.slots(resource),
+    ...(options.fencing ? [fence] : []),
+    ...queues,
+    ...(options.fair ? [handovers] : []),
+  ];
   // A release hands permits over (see WAKE): it sets the kind key's expiry and raises the counter.
   const releaseKeys = options.fair ? [holders, ...queues, handovers, kindKey, ...(options.fencing ? [fence] : [])] : [holders];
   return {
@@ -92,7 +96,6 @@ export function permitCalls(
         kind,
         fair: options.fair ? { wakePrefix: options.wakePrefix, leaving, skip, entryTtl } : undefined,
       }),
-    quorum: kind === 'rw' ? quorumOf(options.nodes) : permitQuorumOf(options.nodes, Number(kind)),
     locks: [holders],
     queues,
   };

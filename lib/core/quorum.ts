@@ -31,17 +31,3 @@ export function defaultNodeTimeout(ttl: number): number {
 export function retryDelayOf(delay: number, jitter: number): number {
   return Math.min(MAX_DELAY, delay + Math.floor(Math.random() * jitter));
 }
-
-/**
- * Votes a semaphore permit of limit `limit` needs: enough that any limit + 1
- * such quorums share a node, where the node's own count (at most `limit`
- * live permits) then refuses one of them. Two majorities always intersect, but
- * three or more need not (for 5 nodes, four permits on {1,2,3}, {1,2,4},
- * {3,4,5}, {1,2,5} each have 3 votes and no node holds more than 3): limit + 1
- * quorums of q votes share a node when their (limit + 1)(N - q) missing votes
- * cannot cover all N nodes. Never below the majority; a limit of 1 (and a
- * read-write lock, whose conflicts are always between two permits) needs no more.
- */
-export function permitQuorumOf(nodes: number, limit: number): number {
-  return Math.max(quorumOf(nodes), nodes - Math.ceil(nodes / (limit + 1)) + 1);
-}

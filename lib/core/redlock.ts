@@ -33,7 +33,7 @@ import type { AttemptReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
 import { RandomPool } from './random-pool.js';
 import { callRound, type NodeSet } from './round.js';
-import { EXTEND, RELEASE } from './scripts.js';
+import { EXTEND, RELEASE, SLOT_EXTEND } from './scripts.js';
 import { doneVerdict, heldVerdict } from './verdicts.js';
 import { WakeNotifier } from './wake-notifier.js';
 
@@ -77,10 +77,6 @@ export class Redlock {
   private readonly layout: KeyLayout;
   private readonly detach: (() => void)[];
   private connecting: Promise<void> | undefined;
-  /** For calls that need more votes than a majority (a semaphore's permits): by quorum, their wait; null once over. */
-  private readonly connectingMore = new Map<number, Promise<void> | null>();
-  /** Every node's first connection has been made (and checked) or has failed. */
-  private firstSettled = false;
   /** Names this client in its waiters' ids and its wake channel (random: two processes never share one). */
   private readonly clientId = randomBytes(6).toString('hex');
   /** `<prefix>wake:`, followed by a client id: the channel a release wakes that client's waiter on. */
@@ -111,7 +107,6 @@ export class Redlock {
       options: resolved,
       layout,
       clustered,
-      nodeCount: this.#nodes.length,
       clientId,
       wakePrefix,
       identity,
@@ -126,7 +121,7 @@ export class Redlock {
       closing: this.closing,
       locks: this.locks,
       wakePrefix: this.wakePrefix,
-      connecting: (quorum) => this.connectingFor(quorum),
+      connecting: () => this.connecting,
       emit: (event) => this.emit(event),
       listening: () => this.listeners.size > 0,
     });
@@ -137,15 +132,10 @@ export class Redlock {
       emit: (event) => this.emit(event),
     });
     this.connecting = new Promise<void>((resolve) =>
-      connectQuorum(
-        this.#nodes,
-        this.quorum,
-        () => {
-          this.connecting = undefined;
-          resolve();
-        },
-        () => (this.firstSettled = true),
-      ),
+      connectQuorum(this.#nodes, this.quorum, () => {
+        this.connecting = undefined;
+        resolve();
+      }),
     );
     // A client whose calls wait by default will wait sooner or later: its wake
     // channel is subscribed up front (calls that wait only by their own options
@@ -182,29 +172,6 @@ export class Redlock {
    */
   ready(): Promise<void> {
     return this.connecting ?? Promise.resolve();
-  }
-
-  /**
-   * The first connections while a call that needs `quorum` votes waits for
-   * them. A majority's are `connecting`; a semaphore's permit may need more
-   * nodes up and checked by the restart guard: its first call after a start
-   * was refused by a node whose check had not ended (an application's client
-   * sends the commands it queued while connecting before its 'ready', which
-   * starts the check), where a moment later it would have been granted.
-   */
-  private connectingFor(quorum: number): Promise<void> | undefined {
-    if (quorum <= this.quorum || this.firstSettled) return this.connecting;
-    let waiting = this.connectingMore.get(quorum);
-    if (waiting === undefined) {
-      waiting = new Promise<void>((resolve) =>
-        connectQuorum(this.#nodes, quorum, () => {
-          this.connectingMore.set(quorum, null);
-          resolve();
-        }),
-      );
-      this.connectingMore.set(quorum, waiting);
-    }
-    return waiting ?? undefined;
   }
 
   /**
@@ -292,9 +259,13 @@ export class Redlock {
       throw new LockLostError(lock.resources, 'expired');
     }
     const t0 = performance.now();
-    const call = entry.permit?.extend(newTtl) ?? EXTEND.call(entry.keys.locks, { value: secretOf(lock), ttl: newTtl });
-    // A semaphore's permit needs more votes than a majority (see permitQuorumOf).
-    const quorum = entry.permit?.quorum ?? this.quorum;
+    const value = secretOf(lock);
+    const call =
+      entry.permit?.extend(newTtl) ??
+      (entry.slot
+        ? SLOT_EXTEND.call([entry.keys.locks[0]!, entry.slot.mark], { value, ttl: newTtl, limit: entry.slot.limit })
+        : EXTEND.call(entry.keys.locks, { value, ttl: newTtl }));
+    const { quorum } = this;
     const round = await callRound(call, heldVerdict, {
       nodes: this.#nodes,
       quorum,
@@ -319,7 +290,7 @@ export class Redlock {
       return lock;
     }
     // Lost once too few nodes are left that could still hold it.
-    const gone = entry.permit ? this.#nodes.length - quorum + 1 : this.quorum;
+    const gone = quorum;
     if (round.reports.filter((r) => r.outcome === 'not-held').length >= gone) {
       this.lost(lock, 'keys-gone');
       throw new LockLostError(lock.resources, 'keys-gone', attempt);
@@ -343,7 +314,8 @@ export class Redlock {
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
     const leaving = !held.unconfirmed || held.unconfirmed.count > 0 ? held.queuedAs : '';
-    const fair = this.options.fairWaiting ? { prefixLength: this.layout.prefixLength, leaving } : undefined;
+    // A semaphore's slot always: its release is what drops the marker with the last permit (see slot-scripts.ts).
+    const fair = this.options.fairWaiting || held.slot ? { prefixLength: this.layout.prefixLength, leaving } : undefined;
     const call =
       held.permit?.release({ member: true, leaving, skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {

@@ -2,8 +2,12 @@ import type { AcquireArgs, AcquireReply } from './acquire-contract.js';
 import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
 import { AT_LEAST, PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, integer, tuple, type Script } from './script.js';
+import { SLOT_EXTEND, SLOT_LUA } from './slot-scripts.js';
+import { GRANT } from './grant-lua.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
+export { SLOT_EXTEND } from './slot-scripts.js';
+export { FENCED_ACCESS } from './fencing/fenced-access.script.js';
 export { runScript, sendScript, type Done, type Script, type ScriptRunner } from './script.js';
 export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, type InspectReply } from './operator-scripts.js';
 
@@ -27,31 +31,47 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  */
 export const ACQUIRE = defineScript(
   'acquire',
-  `${AT_LEAST}
+  `${AT_LEAST}${SLOT_LUA}
 local value = ARGV[1]
 local spec = ARGV[3]
 local fair = spec ~= ''
 local retention = ARGV[5]
+if retention == '' then retention = nil end
+-- A semaphore's slot (a lock key \`<prefix>lock#<slot>:\`): the semaphore's limit.
+local limit = ARGV[7]
 local n = #KEYS
 local q0 = n
 if retention then q0 = 2 * n end
 -- K: the lock keys, then (fencing on) the n fence counters, then (fair waiting
 -- on) each resource's queue and queue deadlines, then each one's hand-overs.
 local K = KEYS
+-- Each resource's semaphore marker (see slot-scripts.ts): a mutex is refused while one is there.
+local marks
+-- A slot's: its lock key's tag ('#<slot>'), and the resource's part of its keys.
+local tag, base, rest
 if ARGV[4] then
   local p = tonumber(ARGV[4])
-  local base = string.sub(KEYS[1], 1, p)
+  base = string.sub(KEYS[1], 1, p)
   K = {}
+  marks = {}
   for i = 1, n do
-    local rest = string.sub(KEYS[i], p + 6)
+    -- What follows the kind ('lock', or a slot's 'lock#<slot>') and its ':'. A slot's
+    -- queue keys are its own; the fence counter is the resource's, one for every slot.
+    local c = string.find(KEYS[i], ':', p + 5, true)
+    tag, rest = string.sub(KEYS[i], p + 5, c - 1), string.sub(KEYS[i], c + 1)
     K[i] = KEYS[i]
+    marks[i] = base .. 'slots:' .. rest
     if retention then K[n + i] = base .. 'fence:' .. rest end
     if fair then
-      K[q0 + 2 * i - 1] = base .. 'queue:' .. rest
-      K[q0 + 2 * i] = base .. 'queue-deadlines:' .. rest
-      K[q0 + 2 * n + i] = base .. 'handover:' .. rest
+      K[q0 + 2 * i - 1] = base .. 'queue' .. tag .. ':' .. rest
+      K[q0 + 2 * i] = base .. 'queue-deadlines' .. tag .. ':' .. rest
+      K[q0 + 2 * n + i] = base .. 'handover' .. tag .. ':' .. rest
     end
   end
+end
+if limit then
+  local other = otherKind(base, rest, marks[1], limit)
+  if other then return redis.error_reply('WRONGKIND ' .. other) end
 end
 -- The waiter's id, first-attempt time, entry ttl and attempt number, read from
 -- the spec only on the paths that need them (a queue that is not empty, or joining it).
@@ -140,13 +160,30 @@ if blocker or reserved then
     -- rolling deploy, read them.
     if n == 1 then
       local h = K[q0 + 3]
-      redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (ARGV[6] or '0') .. ' m ' .. value)
+      redis.call('HSET', h, waiter, ARGV[2] .. ' ' .. attempt .. ' ' .. (retention or '0') .. ' ' .. (retention and ARGV[6] or '0') .. ' m ' .. value)
       atLeast(h, entryTtl)
     end
+  end
+  -- A slot held by another: another one free here, named (it stays queued here until it moves).
+  if blocker and limit then
+    local free = freeSlot(base, rest, tag, limit)
+    if free then return {0, -1, free} end
   end
   if blocker then return {0, -1} end
   return {0, -3}
 end
+-- A resource in use as a semaphore refuses a mutex, typed (a slot's marker says
+-- so as long as any permit may be held; see slot-scripts.ts).
+if marks and not limit and mine < n then
+  for i = 1, n do
+    local m = redis.call('GET', marks[i])
+    if m then
+      if taken then redis.call('DEL', K[1]) end
+      return redis.error_reply('WRONGKIND ' .. m)
+    end
+  end
+end
+if limit then keepMark(marks[1], limit, ARGV[2]) end
 if not taken then
   for i = 1, n do
     redis.call('SET', K[i], value, 'PX', ARGV[2])
@@ -190,12 +227,18 @@ return {1, token}
 `,
   {
     // Every argument costs on both ends: the layout is told by the counts, not by flags.
-    argv: ({ value, ttl, fair, fencing, prefixLength, attempt }: AcquireArgs) => {
+    argv: ({ value, ttl, fair, fencing, prefixLength, attempt, limit }: AcquireArgs) => {
       const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl} ${attempt ?? 1}` : '-';
+      if (limit !== undefined) {
+        const [retention, floor] = fencing ? [String(fencing.retention), String(fencing.floor)] : ['', ''];
+        return [value, String(ttl), spec, String(prefixLength), retention, floor, String(limit)];
+      }
       if (fencing) return [value, String(ttl), spec, String(prefixLength), String(fencing.retention), String(fencing.floor)];
       return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
     },
     decode: (reply): AcquireReply => {
+      // A slot refused with a free slot named: {0, -1, slot}.
+      if (Array.isArray(reply) && reply.length === 3) return { taken: false, value: -1, free: integer(reply[2]) };
       const [taken, value] = tuple(reply, 2);
       return { taken: integer(taken) === 1, value: integer(value) };
     },
@@ -260,44 +303,6 @@ return 1
   },
 );
 
-/**
- * Fenced store access: check the caller's fencing token against the highest one
- * seen for this key and record it, then read or write, all atomically. Reads
- * are checked too: otherwise a new holder could read, a stale holder write, and
- * the new holder overwrite on the basis of what it read.
- * KEYS: data key, token key. ARGV: token, 'get' | 'set' | 'del', value (set).
- * Returns {1, value-or-false} when accepted, {0, highest token seen} when stale.
- */
-export const FENCED_ACCESS = defineScript(
-  'fenced-access',
-  `
-local token = tonumber(ARGV[1])
-local seen = tonumber(redis.call('GET', KEYS[2]) or '0')
-if token < seen then
-  return {0, string.format('%.0f', seen)}
-end
-if token > seen then
-  redis.call('SET', KEYS[2], ARGV[1])
-end
-if ARGV[2] == 'set' then
-  redis.call('SET', KEYS[1], ARGV[3])
-  return {1, false}
-elseif ARGV[2] == 'del' then
-  redis.call('DEL', KEYS[1])
-  return {1, false}
-end
-return {1, redis.call('GET', KEYS[1])}
-`,
-  {
-    argv: (args: { token: number; op: 'get' | 'del' } | { token: number; op: 'set'; value: string }) =>
-      args.op === 'set' ? [String(args.token), args.op, args.value] : [String(args.token), args.op],
-    decode: (reply): { accepted: true; value: string | null } | { accepted: false; highest: number } => {
-      const [accepted, result] = tuple(reply, 2);
-      return integer(accepted) === 1 ? { accepted: true, value: result as string | null } : { accepted: false, highest: Number(result) };
-    },
-  },
-);
-
 export interface ReleaseArgs {
   readonly value: string;
   /**
@@ -308,68 +313,6 @@ export interface ReleaseArgs {
    */
   readonly fair?: { readonly prefixLength: number; readonly leaving?: string; readonly undoneBy?: string };
 }
-
-/**
- * Lua: the hand-over of a freed resource to its first waiter, for RELEASE and
- * LEAVE_QUEUE. `grant(lockKey, fenceKey, handovers, head, channel)`, called
- * only with a head `firstFresh` found fresh in the same script: when the lock
- * key is free and the head left a
- * hand-over (a waiter for this one resource, see ACQUIRE), the key is set to the waiter's
- * value with its ttl, the fencing counter raised as ACQUIRE raises it (above
- * the counter, at least the floor the waiter's attempt sent), and
- * '<head> <attempt> <token>' published on the waiter's channel: the waiter
- * holds the lock where a majority of nodes said so (see `Turn.handedOver`),
- * with no attempt of its own. Otherwise the head is only woken ('<head>').
- * The key is set on an empty key only (NX): what it held was deleted in the
- * same script, so lifetimes of two holders' keys on a node stay disjoint, as
- * with SET NX.
- */
-const GRANT = `
--- The first waiter in line whose entry is fresh (or \`keep\`, whatever its entry):
--- stale entries before it (waiters that crashed, or left without a word) are
--- dropped, as ACQUIRE drops them, so that the lock goes to the next live waiter
--- instead of a message nobody reads.
-local function firstFresh(q, d, h, keep)
-  local head = redis.call('ZRANGE', q, 0, 0)[1]
-  local now
-  while head and head ~= keep do
-    if not now then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    if tonumber(redis.call('HGET', d, head) or '0') >= now then return head end
-    redis.call('ZREM', q, head)
-    redis.call('HDEL', d, head)
-    redis.call('HDEL', h, head)
-    head = redis.call('ZRANGE', q, 0, 0)[1]
-  end
-  return head
-end
-local function grant(lockKey, fenceKey, h, head, channel)
-  local e = redis.call('HGET', h, head)
-  local ttl, attempt, retention, floor, v
-  -- A mutex waiter's only ('m'): a permit waiter queued here (the resource was
-  -- mixed up; its next attempt says so, typed) is only woken.
-  if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) m (.*)$') end
-  if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
-    local token = '0'
-    if retention ~= '0' then
-      token = floor
-      local c = tonumber(redis.call('SET', fenceKey, floor, 'PX', retention, 'GET') or '')
-      if c and c >= tonumber(floor) then
-        token = string.format('%.0f', c + 1)
-        redis.call('SET', fenceKey, token, 'PX', retention)
-      end
-    end
-    -- pcall: a PUBLISH refused (an ACL user without the wake channels) must not fail
-    -- the script after its writes, which Redis keeps: the waiter then finds its lock
-    -- by polling, and the client reports the refused subscription.
-    redis.pcall('PUBLISH', channel, head .. ' ' .. attempt .. ' ' .. token)
-  else
-    redis.pcall('PUBLISH', channel, head)
-  end
-end
-`;
 
 /**
  * Compare-and-delete: delete only the keys that hold this value; where a key
@@ -390,7 +333,7 @@ end
  */
 export const RELEASE = defineScript(
   'release',
-  `${GRANT}
+  `${GRANT}${SLOT_LUA}
 local value = ARGV[1]
 local deleted = 0
 if #ARGV == 1 then
@@ -406,8 +349,10 @@ local p = tonumber(ARGV[2])
 local base = string.sub(KEYS[1], 1, p)
 local waiter = ARGV[3] or ''
 for i = 1, #KEYS do
-  local rest = string.sub(KEYS[i], p + 6)
-  local q, d, h = base .. 'queue:' .. rest, base .. 'queue-deadlines:' .. rest, base .. 'handover:' .. rest
+  -- As ACQUIRE builds them: a semaphore slot's queue keys are its own, its counter the resource's.
+  local c = string.find(KEYS[i], ':', p + 5, true)
+  local tag, rest = string.sub(KEYS[i], p + 5, c - 1), string.sub(KEYS[i], c + 1)
+  local q, d, h = base .. 'queue' .. tag .. ':' .. rest, base .. 'queue-deadlines' .. tag .. ':' .. rest, base .. 'handover' .. tag .. ':' .. rest
   if waiter ~= '' then
     redis.call('ZREM', q, waiter)
     redis.call('HDEL', d, waiter)
@@ -418,7 +363,9 @@ for i = 1, #KEYS do
     deleted = deleted + 1
     local head = firstFresh(q, d, h, ARGV[4])
     if head and head ~= ARGV[4] then
-      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'))
+      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'slots:' .. rest)
+    elseif not head and tag ~= '' then
+      slotFreed(base, rest, tag, firstFresh)
     end
   end
 end
@@ -452,8 +399,10 @@ export const LEAVE_QUEUE = defineScript(
 local base = string.sub(ARGV[2], 1, #ARGV[2] - 5)
 for i = 1, #KEYS, 2 do
   local q, d = KEYS[i], KEYS[i + 1]
-  local rest = string.sub(q, #base + 7)
-  local lockKey, h = base .. 'lock:' .. rest, base .. 'handover:' .. rest
+  -- A semaphore slot's queue ('queue#<slot>:'): that slot's lock and hand-overs.
+  local c = string.find(q, ':', #base + 6, true)
+  local tag, rest = string.sub(q, #base + 6, c - 1), string.sub(q, c + 1)
+  local lockKey, h = base .. 'lock' .. tag .. ':' .. rest, base .. 'handover' .. tag .. ':' .. rest
   local first = redis.call('ZRANGE', q, 0, 0)[1]
   local e = redis.call('HGET', h, ARGV[1])
   redis.call('ZREM', q, ARGV[1])
@@ -467,7 +416,7 @@ for i = 1, #KEYS, 2 do
   end
   if first == ARGV[1] or freed then
     local head = firstFresh(q, d, h)
-    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*')) end
+    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'slots:' .. rest) end
   end
 end
 return 1
@@ -487,6 +436,7 @@ export const NODE_SCRIPTS: readonly Script[] = [
   ACQUIRE,
   CONFIRM_TOKEN,
   EXTEND,
+  SLOT_EXTEND,
   RELEASE,
   LEAVE_QUEUE,
   INSPECT,

@@ -6,6 +6,8 @@ export interface AwaitedHandOver {
   readonly attempt: number;
   readonly eligible: readonly boolean[];
   readonly quorum: number;
+  /** A semaphore's permit: a quorum of hand-overs counts whatever their tokens (see `Turn.handedOver`). */
+  readonly anyToken?: boolean;
   /** How long to wait for the rest of a quorum of hand-overs once one came, ms. */
   readonly grace: number;
 }
@@ -25,10 +27,12 @@ export class Turn {
   private readonly grants: (Grant | undefined)[] = [];
   private awaited: AwaitedHandOver | undefined;
   private grace: ReturnType<typeof setTimeout> | undefined;
+  /** Per node, a semaphore's slot a release there found free with nobody queued for it, and woke this waiter to take. */
+  private readonly free: (number | undefined)[] = [];
 
   /** `lookAgain`: the caller already made an attempt (see `WakeNotifier.watch`). */
   constructor(notifier: WakeNotifier, waiter: string, lookAgain: boolean) {
-    this.unwatch = notifier.watch(waiter, (node, grant) => this.heard(node, grant), lookAgain);
+    this.unwatch = notifier.watch(waiter, (node, grant, free) => this.heard(node, grant, free), lookAgain);
   }
 
   /**
@@ -80,20 +84,49 @@ export class Turn {
    * hand-over's message, read late: the entry it came from was replaced by
    * the attempt's refusal.
    */
-  handedOver({ attempt, eligible, quorum }: Omit<AwaitedHandOver, 'grace'>): { token: number; by: boolean[] } | undefined {
+  handedOver({
+    attempt,
+    eligible,
+    quorum,
+    anyToken,
+  }: Omit<AwaitedHandOver, 'grace'>): { token: number; by: boolean[]; agreeing: number } | undefined {
     let token = -1;
     let agree = 0;
+    let granted = 0;
     for (let i = 0; i < this.grants.length; i++) {
       const grant = this.grants[i];
       if (!grant || grant.attempt !== attempt || !eligible[i]) continue;
+      granted++;
       if (grant.token > token) {
         token = grant.token;
         agree = 1;
       } else if (grant.token === token) agree++;
     }
+    // A semaphore's: the nodes' counters are the resource's, raised by every slot's
+    // permits in each node's own order, so the tokens may differ; the highest is
+    // written back where it is not stored yet (see AcquireLoop.handedOver).
+    if (anyToken && granted >= quorum) {
+      return { token, by: packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt), agreeing: agree };
+    }
     if (agree < quorum) return undefined;
     const by = packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt && this.grants[i]?.token === token);
-    return { token, by };
+    return { token, by, agreeing: agree };
+  }
+
+  /** The slots wake-ups named free (see `free`), one per node that named one; then forgotten. */
+  takeFree(): number[] {
+    const named: number[] = [];
+    for (let i = 0; i < this.free.length; i++) {
+      const slot = this.free[i];
+      if (slot !== undefined) named.push(slot);
+      this.free[i] = undefined;
+    }
+    return named;
+  }
+
+  /** The token node `node` announced in its hand-over, if any. */
+  tokenFrom(node: number): number | undefined {
+    return this.grants[node]?.token;
   }
 
   stop(): void {
@@ -102,8 +135,9 @@ export class Turn {
     this.wake = undefined;
   }
 
-  private heard(node: number | undefined, grant: Grant | undefined): void {
+  private heard(node: number | undefined, grant: Grant | undefined, free?: number): void {
     if (node !== undefined && grant) this.grants[node] = grant;
+    if (free !== undefined && node !== undefined) this.free[node] = free;
     const { wake, awaited } = this;
     if (!wake) {
       this.woken = true;

@@ -11,8 +11,11 @@ export interface Grant {
   readonly token: number;
 }
 
-/** Called for each message naming the waiter: `node` is the index of the node it came from; `grant` when it hands the lock over. */
-export type Wake = (node?: number, grant?: Grant) => void;
+/**
+ * Called for each message naming the waiter: `node` is the index of the node it came from; `grant` when it hands the lock over;
+ * `free`, a semaphore's slot freed with nobody queued for it (see RELEASE), for the waiter to take.
+ */
+export type Wake = (node?: number, grant?: Grant, free?: number) => void;
 
 /**
  * Wakes waiting acquisitions when a holder releases, instead of polling, and
@@ -100,13 +103,15 @@ export class WakeNotifier {
     this.ready = false;
   }
 
-  /** A message from node `node`: '<waiter>' (a wake-up) or '<waiter> <attempt> <token>' (a hand-over). */
+  /** A message from node `node`: '<waiter>' (a wake-up), '<waiter> <attempt> <token>' (a hand-over) or '<waiter> #<slot>' (a wake-up to a semaphore's free slot). */
   private deliver(node: number, message: string): void {
     const space = message.indexOf(' ');
     if (space < 0) return this.waiters.get(message)?.(node);
     const wake = this.waiters.get(message.slice(0, space));
     if (!wake) return;
     if (this.#sharesServer[node]) return wake(node);
+    // '<waiter> #<slot>': a semaphore's slot free for it.
+    if (message.charCodeAt(space + 1) === 35) return wake(node, undefined, Number(message.slice(space + 2)));
     const second = message.indexOf(' ', space + 1);
     wake(node, { attempt: Number(message.slice(space + 1, second)), token: Number(message.slice(second + 1)) });
   }

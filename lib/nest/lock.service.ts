@@ -21,7 +21,6 @@ import { MethodAttribution, takingFor } from './method-attribution.js';
 import type { LockedMetadata } from './locked.metadata.js';
 import { runLocked } from './locked.runner.js';
 import { redlockLogger } from './redlock.logger.js';
-import { semaphoreQuorumWarning } from './semaphore-quorum.check.js';
 import { skipsWhenBusy, type ResolvedBusy } from './busy.js';
 import type { RedlockModuleOptions } from './redlock-module-options.interface.js';
 import { REDLOCK_MODULE_OPTIONS } from './redlock.module-definition.js';
@@ -80,13 +79,11 @@ export class LockService {
 
   /** Acquires with the client's retries (see `Redlock.acquire`). Release it in a `finally`. */
   acquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock> {
-    if (options?.limit !== undefined) this.checkLimit(options.limit);
     return this.client.acquire(resources, ttl, options);
   }
 
   /** One attempt, no waiting: the lock, or `null` when another holder has it. */
   async tryAcquire(resources: string | readonly string[], ttl?: number, options?: AcquireOptions): Promise<Lock | null> {
-    if (options?.limit !== undefined) this.checkLimit(options.limit);
     try {
       return await this.client.acquire(resources, ttl, Object.assign({}, options, NO_RETRIES));
     } catch (error) {
@@ -107,7 +104,6 @@ export class LockService {
     fn: (lock: Lock) => Promise<T> | T,
     options?: Omit<AcquireOptions, 'autoExtend'>,
   ): Promise<T> {
-    if (options?.limit !== undefined) this.checkLimit(options.limit);
     const names = validateResources(resources);
     const held = heldLocks();
     if (held.length > 0) {
@@ -159,16 +155,6 @@ export class LockService {
   /** The innermost lock held by the current call chain (`@Locked`, `using`), if any. */
   current(): Lock | undefined {
     return lockScope.getStore()?.locks.at(-1);
-  }
-
-  /** Limits already warned of (see semaphoreQuorumWarning): once each, at the first call with it. */
-  readonly #warnedLimits = new Set<number>();
-
-  private checkLimit(limit: number): void {
-    if (this.#warnedLimits.has(limit)) return;
-    this.#warnedLimits.add(limit);
-    const warning = semaphoreQuorumWarning('LockService', limit, this.client);
-    if (warning) this.warn(warning);
   }
 
   /** @internal A warning from the `@Locked` road, to the module's logger. */

@@ -1,9 +1,8 @@
 import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { LockService } from './lock.service.js';
-import { lockedMetadataOf, type LockedMetadata } from './locked.metadata.js';
-import { isLockService, lockedRunnerOf } from './locked.stand-in.js';
-import { semaphoreQuorumWarning } from './semaphore-quorum.check.js';
+import { lockedMetadataOf } from './locked.metadata.js';
+import { lockedRunnerOf } from './locked.stand-in.js';
 import { addLiveModule, addPendingScan, NEARNESS, offerRunner, withdrawRunner, type LockedRunner } from './locked.registry.js';
 import { cronOptionsOf, loadCron } from './schedule-tick.js';
 import { loadRpcException, loadWsException } from './transport-errors.js';
@@ -30,12 +29,10 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
   private leave: () => void = () => undefined;
   /** This module's LockService, or a stand-in's refusing runner (see lockedRunnerOf). */
   private readonly runner: LockedRunner;
-  /** Methods already warned of (see semaphoreQuorumWarning): a later scan finds them again. */
-  private readonly warned = new Set<string>();
 
   constructor(
     private readonly discovery: DiscoveryService,
-    private readonly locks: LockService,
+    locks: LockService,
   ) {
     this.runner = lockedRunnerOf(locks);
     // Until this module's init, a call on an instance not yet registered has it scan (see runnerOf).
@@ -98,23 +95,12 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     for (let p: object | null = prototype; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
       for (const name of Object.getOwnPropertyNames(p)) {
         const method: unknown = Object.getOwnPropertyDescriptor(p, name)?.value;
-        const metadata = lockedMetadataOf(method);
-        if (metadata === undefined) continue;
+        if (typeof method !== 'function' || lockedMetadataOf(method) === undefined) continue;
         locked = true;
-        this.checkQuorum(metadata);
         this.cron ||= cronOptionsOf(method) !== undefined;
         this.rpc ||= isMessageHandler(method);
       }
     }
     return locked;
-  }
-
-  /** Warns once per method of a semaphore that needs every node (see semaphoreQuorumWarning). */
-  private checkQuorum(metadata: LockedMetadata): void {
-    if (!isLockService(this.locks) || this.warned.has(metadata.method)) return;
-    const warning = semaphoreQuorumWarning(metadata.method, metadata.options.limit, this.locks.client);
-    if (warning === undefined) return;
-    this.warned.add(metadata.method);
-    this.locks.warn(warning);
   }
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Ops } from './memory-data.js';
 import { heldWeight, limitOf, wake } from './memory-permit-scripts.js';
+import { firstFresh, prefixOf, slotFreed } from './memory-slot-scripts.js';
 
 // The operators' scripts (lib/core/operator-scripts.ts) as JavaScript, step by
 // step, for MemoryRedisNode: KEYS[i] of the Lua is keys[i - 1] here.
@@ -20,7 +21,40 @@ function identityOf(value: string): string | null {
   return dot < 0 ? null : value.slice(dot);
 }
 
-export const inspect: Implementation = (ops, KEYS) => {
+/** SLOTS's slotKey: slot `slot`'s key of `kind` ('lock', 'queue'), built from the resource's lock key and the prefix length. */
+function slotKey(lockKey: string, p: number, kind: string, slot: number): string {
+  const prefix = prefixOf(lockKey, p);
+  return `${prefix}${kind}#${slot}:${lockKey.slice(prefix.length + 'lock:'.length)}`;
+}
+
+/** SLOTS's heldSlots: the semaphore's limit (its marker) and its slots held here, [slot, value]; undefined without a marker. */
+function heldSlots(ops: Ops, lockKey: string, p: number): { limit: string; held: [slot: number, value: string][] } | undefined {
+  const prefix = prefixOf(lockKey, p);
+  const limit = ops.get(`${prefix}slots:${lockKey.slice(prefix.length + 'lock:'.length)}`);
+  if (limit === null) return undefined;
+  const held: [number, string][] = [];
+  for (let i = 0; i <= Number(limit) - 1; i++) {
+    const v = ops.get(slotKey(lockKey, p, 'lock', i));
+    if (v !== null) held.push([i, v]);
+  }
+  return { limit, held };
+}
+
+/** INSPECT of a semaphore's slots: kind (the limit), holders and the slots' waiters; undefined when none is used here. */
+function inspectSlots(ops: Ops, lockKey: string, p: number, waiters: number): [string, number, unknown[]] | undefined {
+  const slots = heldSlots(ops, lockKey, p);
+  if (!slots) return undefined;
+  const holders = slots.held.flatMap(([slot, value]) => [
+    fingerprint(value),
+    identityOf(value),
+    ops.pttl(slotKey(lockKey, p, 'lock', slot)),
+    0,
+  ]);
+  for (let i = 0; i <= Number(slots.limit) - 1; i++) waiters += ops.zcard(slotKey(lockKey, p, 'queue', i));
+  return [slots.limit, waiters, holders];
+}
+
+export const inspect: Implementation = (ops, KEYS, ARGV) => {
   const [counter, queued] = [ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
   const marks = KEYS[4] === undefined ? 0 : Object.values(ops.hgetall(KEYS[4])).filter((v) => Number(v) < 0).length;
   const waiters = queued - marks;
@@ -29,7 +63,11 @@ export const inspect: Implementation = (ops, KEYS) => {
     const value = ops.get(KEYS[0]!)!;
     return ['mutex', counter, waiters, [fingerprint(value), identityOf(value), ops.pttl(KEYS[0]!), 0]];
   }
-  if (type !== 'zset') return [null, counter, waiters, []];
+  if (type !== 'zset') {
+    // Neither a mutex's key nor permits' set: a semaphore's slots, found with the prefix length when it is sent.
+    const slots = ARGV[0] === undefined ? undefined : inspectSlots(ops, KEYS[0]!, Number(ARGV[0]), waiters);
+    return slots ? [slots[0], counter, slots[1], slots[2]] : [null, counter, waiters, []];
+  }
   const now = ops.clockMs();
   const holders: unknown[] = [];
   // ZRANGEBYSCORE now +inf: the permits that have not run out, in ZRANGE order.
@@ -60,6 +98,28 @@ function evictPermit(ops: Ops, KEYS: readonly string[], ARGV: readonly string[],
   return [1, null, fingerprint(value), identityOf(value), kind, writer];
 }
 
+/** The slots branch of FORCE_RELEASE: the reply's head, as evictPermit's; waiters woken as by a release of the slot. */
+function evictSlot(ops: Ops, KEYS: readonly string[], ARGV: readonly string[]): unknown[] {
+  const p = Number(ARGV[4]);
+  const slots = heldSlots(ops, KEYS[0]!, p);
+  if (!slots) return [0, null, null, null, null, 0];
+  const { limit: kind, held } = slots;
+  const wanted = ARGV[0]!;
+  if (wanted === '' && held.length > 1) return [-2, null, null, null, kind, 0];
+  let found: [number, string] | undefined;
+  for (const slot of held) if (wanted === '' || fingerprint(slot[1]) === wanted) found = slot;
+  if (found === undefined && held.length > 0) return [-1, null, null, null, kind, 0];
+  if (found === undefined) return [0, null, null, null, kind, 0];
+  ops.del(slotKey(KEYS[0]!, p, 'lock', found[0]));
+  // As a release: the slot's first waiter is woken, or another slot's (the marker goes with the last permit).
+  const base = prefixOf(KEYS[0]!, p);
+  const [rest, tag] = [KEYS[0]!.slice(base.length + 'lock:'.length), `#${found[0]}`];
+  const head = firstFresh(ops, `${base}queue${tag}:${rest}`, `${base}queue-deadlines${tag}:${rest}`, `${base}handover${tag}:${rest}`);
+  if (head !== undefined) ops.publish(ARGV[3]! + head.split('.')[0], head);
+  else slotFreed(ops, base, rest, tag, (q, d, h) => firstFresh(ops, q, d, h));
+  return [1, null, fingerprint(found[1]), identityOf(found[1]), kind, 0];
+}
+
 export const forceRelease: Implementation = (ops, KEYS, ARGV) => {
   const type = ops.type(KEYS[0]!);
   let reply: unknown[] = [0, null, null, null, null, 0];
@@ -72,6 +132,9 @@ export const forceRelease: Implementation = (ops, KEYS, ARGV) => {
     reply = [1, null, fingerprint(value), identityOf(value), 'mutex', 0];
   } else if (type === 'zset') {
     reply = evictPermit(ops, KEYS, ARGV, ops.get(KEYS[4]!) ?? '');
+    if (reply[0] === -1 || reply[0] === -2) return reply;
+  } else if (ARGV[4] !== undefined) {
+    reply = evictSlot(ops, KEYS, ARGV);
     if (reply[0] === -1 || reply[0] === -2) return reply;
   }
   if (ARGV[1] === '') return reply;

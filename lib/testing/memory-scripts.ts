@@ -12,11 +12,14 @@ import {
   PERMIT_EXTEND,
   PERMIT_RELEASE,
   RELEASE,
+  SLOT_EXTEND,
   type Script,
 } from '../core/layers.js';
+// Not in layers.ts's list yet (lib/core is not this module's to edit).
 import type { Ops } from './memory-data.js';
 import { atLeast, PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 import { forceRelease, inspect } from './memory-operator-scripts.js';
+import { firstFresh, freeSlot, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -41,16 +44,44 @@ function wakeChannel(prefix: string, waiter: string): string {
   return prefix + (dot < 0 ? waiter : waiter.slice(0, dot));
 }
 
-/** ACQUIRE's arguments, read as the Lua reads them (its comment in lib/core/scripts.ts says what each is). */
+/**
+ * A key split as the scripts split it: after its first `prefixLength` bytes and a kind
+ * of `kindLength` characters ('lock', 'queue'), the tag up to the next ':' ('' for a
+ * mutex, '#<slot>' for a semaphore's slot), then the rest, the resource's part of its
+ * every key (Lua's string.find and string.sub count bytes; the prefix ends on a
+ * character boundary, KeyLayout made the key, so what follows it is a plain slice).
+ */
+function splitKey(key: string, prefixLength: number, kindLength: number): { tag: string; rest: string } {
+  const tail = key.slice(prefixOf(key, prefixLength).length);
+  const c = tail.indexOf(':', kindLength);
+  // No ':' after the kind: the Lua fails on `c - 1`, c being nil.
+  if (c < 0) throw new Error(`ERR attempt to perform arithmetic on local 'c' (a nil value): no ':' in ${key}`);
+  return { tag: tail.slice(kindLength, c), rest: tail.slice(c + 1) };
+}
+
+/** ACQUIRE's arguments and keys, read and built as the Lua does (its comment in lib/core/scripts.ts says what each is). */
 interface AcquireCall {
   readonly value: string;
   readonly ttl: string;
   readonly fair: boolean;
-  readonly fencing: boolean;
+  /** The counters' retention ms; undefined with fencing off (a slot's call sends ''). */
+  readonly retention?: string;
+  /** ARGV[6] as sent: the client's clock in µs, or '' (a slot's call with fencing off). */
+  readonly floor?: string;
+  /** A semaphore's slot: the semaphore's limit. */
+  readonly limit?: string;
   /** Resources. */
   readonly n: number;
+  /** The Lua's K: the lock keys, then (fencing on) the fence counters, then (fair) each queue and deadlines, then each hand-overs. */
+  readonly keys: readonly string[];
   /** Where the queue keys start (0-based). */
   readonly q0: number;
+  /** Each resource's semaphore marker, when the keys were built (the prefix length sent). */
+  readonly marks?: readonly string[];
+  /** The prefix, and the last lock key's tag and rest: what the Lua's `base`, `tag`, `rest` hold after its loop. */
+  readonly base?: string;
+  readonly tag?: string;
+  readonly rest?: string;
   /** From the queue spec; undefined for '-' (fair, without joining the queue). */
   readonly waiter?: string;
   readonly since?: string;
@@ -59,17 +90,38 @@ interface AcquireCall {
 }
 
 function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireCall {
-  const spec = ARGV[2]!;
+  const [value, ttl, spec, prefixLength, sentRetention, floor, limit] = ARGV as [string, string, string, ...(string | undefined)[]];
   const fair = spec !== '';
-  const fencing = ARGV[3] !== undefined;
-  const n = KEYS.length / (1 + (fencing ? 1 : 0) + (fair ? 3 : 0));
+  const retention = sentRetention === '' ? undefined : sentRetention;
+  const n = KEYS.length;
+  const q0 = retention !== undefined ? 2 * n : n;
   const [waiter, since, entryTtl, attempt] = spec === '-' ? [] : spec.split(' ');
-  return { value: ARGV[0]!, ttl: ARGV[1]!, fair, fencing, n, q0: fencing ? 2 * n : n, waiter, since, entryTtl, attempt };
+  const call = { value, ttl, fair, retention, floor, limit, n, q0, waiter, since, entryTtl, attempt };
+  // Without the prefix length, the lock keys are all there is.
+  if (prefixLength === undefined) return { ...call, keys: KEYS };
+  const p = Number(prefixLength);
+  const base = prefixOf(KEYS[0]!, p);
+  const keys = [...KEYS];
+  const marks: string[] = [];
+  let tag = '';
+  let rest = '';
+  for (let i = 1; i <= n; i++) {
+    ({ tag, rest } = splitKey(KEYS[i - 1]!, p, 'lock'.length));
+    marks.push(`${base}slots:${rest}`);
+    if (retention !== undefined) keys[n + i - 1] = `${base}fence:${rest}`;
+    if (fair) {
+      keys[q0 + 2 * i - 2] = `${base}queue${tag}:${rest}`;
+      keys[q0 + 2 * i - 1] = `${base}queue-deadlines${tag}:${rest}`;
+      keys[q0 + 2 * n + i - 1] = `${base}handover${tag}:${rest}`;
+    }
+  }
+  return { ...call, keys, marks, base, tag, rest };
 }
 
 /** Resource `i`'s queue, its deadlines and its hand-overs (Lua's 1-based i). */
-function queueKeys(KEYS: readonly string[], call: AcquireCall, i: number): [queue: string, deadlines: string, handovers: string] {
-  return [KEYS[call.q0 + 2 * i - 2]!, KEYS[call.q0 + 2 * i - 1]!, KEYS[call.q0 + 2 * call.n + i - 1]!];
+function queueKeys(call: AcquireCall, i: number): [queue: string, deadlines: string, handovers: string] {
+  const { keys, q0, n } = call;
+  return [keys[q0 + 2 * i - 2]!, keys[q0 + 2 * i - 1]!, keys[q0 + 2 * n + i - 1]!];
 }
 
 /**
@@ -77,25 +129,14 @@ function queueKeys(KEYS: readonly string[], call: AcquireCall, i: number): [queu
  * A run that finds all keys with this value took them already (a resent
  * command, or an earlier attempt whose undo was lost): they are set again.
  */
-function scanLocks(ops: Ops, KEYS: readonly string[], call: AcquireCall): { mine: number; blocker?: number } {
+function scanLocks(ops: Ops, call: AcquireCall): { mine: number; blocker?: number } {
   let mine = 0;
   for (let i = 0; i < call.n; i++) {
-    const v = ops.get(KEYS[i]!);
+    const v = ops.get(call.keys[i]!);
     if (v === call.value) mine++;
     else if (v !== null) return { mine, blocker: i };
   }
   return { mine };
-}
-
-/** GRANT's firstFresh: the first waiter whose entry is fresh (or `keep`), stale ones before it dropped. */
-function firstFresh(ops: Ops, q: string, d: string, h: string, keep?: string): string | undefined {
-  for (;;) {
-    const head = ops.zfirst(q);
-    if (head === undefined || head === keep || (luaNumber(ops.hget(d, head)) ?? 0) >= ops.clockMs()) return head;
-    ops.zrem(q, head);
-    ops.hdel(d, head);
-    ops.hdel(h, head);
-  }
 }
 
 /**
@@ -103,9 +144,9 @@ function firstFresh(ops: Ops, q: string, d: string, h: string, keep?: string): s
  * fresh; stale heads are dropped on the way. (The Lua takes a single key with
  * SET NX first and undoes it when reserved: the same outcome.)
  */
-function reservedForAnother(ops: Ops, KEYS: readonly string[], call: AcquireCall): boolean {
+function reservedForAnother(ops: Ops, call: AcquireCall): boolean {
   for (let i = 1; i <= call.n; i++) {
-    const [q, d, h] = queueKeys(KEYS, call, i);
+    const [q, d, h] = queueKeys(call, i);
     for (;;) {
       const head = ops.zfirst(q);
       if (head === undefined || head === call.waiter) break;
@@ -128,94 +169,74 @@ function handOverOf(entry: string | null): { ttl: string; attempt: string; reten
 }
 
 /** A refused waiter queues on every resource, at its first-attempt time within a second of the node's clock. */
-function joinQueues(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], call: AcquireCall): void {
+function joinQueues(ops: Ops, call: AcquireCall): void {
   const waiter = call.waiter!;
   const ttl = Number(call.entryTtl);
   const now = ops.clockMs();
   const at = Number(call.since);
   const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
   for (let i = 1; i <= call.n; i++) {
-    const [q, d] = queueKeys(KEYS, call, i);
+    const [q, d] = queueKeys(call, i);
     ops.zaddNx(q, position, waiter);
     ops.hset(d, waiter, String(ops.clockMs() + ttl));
     atLeast(ops, q, call.entryTtl!);
     atLeast(ops, d, call.entryTtl!);
   }
-  // A waiter for one resource leaves its hand-over (ARGV without the prefix length).
+  // A waiter for one resource leaves its hand-over: the floor '0' with fencing off (a slot's call then sends '').
   if (call.n === 1) {
-    const h = queueKeys(KEYS, call, 1)[2];
-    ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${ARGV[3] ?? '0'} ${ARGV[4] ?? '0'} m ${call.value}`);
+    const h = queueKeys(call, 1)[2];
+    const floor = call.retention === undefined ? '0' : (call.floor ?? '0');
+    ops.hset(h, waiter, `${call.ttl} ${call.attempt} ${call.retention ?? '0'} ${floor} m ${call.value}`);
     atLeast(ops, h, call.entryTtl!);
   }
 }
 
 /** The fencing token of a lock just taken; counters are raised to it unless the lock was this value's already. */
-function fenceToken(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], call: AcquireCall, mine: number): number {
-  const { n } = call;
+function fenceToken(ops: Ops, call: AcquireCall, mine: number): number {
+  const { n, keys } = call;
   if (mine === n) {
     let token = 0;
-    for (let i = n; i < 2 * n; i++) token = Math.max(token, luaNumber(ops.get(KEYS[i]!)) ?? 0);
+    for (let i = n; i < 2 * n; i++) token = Math.max(token, luaNumber(ops.get(keys[i]!)) ?? 0);
     return token;
   }
-  // Above every counter and at least the client's clock in µs (ARGV[5]); every counter is raised to it.
-  const floor = Number(ARGV[4]);
+  // Above every counter and at least the client's clock in µs (the floor); every counter is raised to it.
+  const floor = Number(call.floor);
   let token = floor;
   for (let i = n; i < 2 * n; i++) {
-    const c = luaNumber(ops.get(KEYS[i]!));
+    const c = luaNumber(ops.get(keys[i]!));
     if (c !== undefined && c >= token) token = c + 1;
   }
-  const text = token > floor ? formatInteger(token) : ARGV[4]!;
-  for (let i = n; i < 2 * n; i++) ops.set(KEYS[i]!, text, ARGV[3]!);
+  const text = token > floor ? formatInteger(token) : call.floor!;
+  for (let i = n; i < 2 * n; i++) ops.set(keys[i]!, text, call.retention!);
   return token;
 }
 
-/**
- * A resource's key of another kind, built from its lock key as ACQUIRE and
- * RELEASE do: the first `prefixLength` bytes, the kind, then what follows
- * `<prefix>lock:` (Lua's string.sub counts bytes).
- */
-function keyOfKind(lockKey: string, prefixLength: number, kind: string): string {
-  const prefix = prefixOf(lockKey, prefixLength);
-  // The prefix ends on a character boundary (KeyLayout made the key): what follows it is a plain slice.
-  return `${prefix}${kind}${lockKey.slice(prefix.length + 5)}`;
-}
-
-/** The key prefix: the first `prefixLength` bytes of a key (as characters when they are all ASCII, the usual case). */
-function prefixOf(key: string, prefixLength: number): string {
-  const head = key.slice(0, prefixLength);
-  return Buffer.byteLength(head) === head.length ? head : Buffer.from(key).subarray(0, prefixLength).toString();
-}
-
-/**
- * ACQUIRE's keys and arguments as the script lays them out once it has built
- * the keys it is not sent (KEYS: locks, fence counters, then queue and
- * deadlines per resource; ARGV without the prefix length).
- */
-function expandAcquire(KEYS: readonly string[], ARGV: readonly string[]): [keys: string[], argv: string[]] {
-  if (ARGV[3] === undefined) return [[...KEYS], [...ARGV]];
-  const p = Number(ARGV[3]);
-  const fencing = ARGV[4] !== undefined;
-  const fair = ARGV[2] !== '';
-  const fences = fencing ? KEYS.map((k) => keyOfKind(k, p, 'fence:')) : [];
-  const queues = fair ? KEYS.flatMap((k) => [keyOfKind(k, p, 'queue:'), keyOfKind(k, p, 'queue-deadlines:')]) : [];
-  const handovers = fair ? KEYS.map((k) => keyOfKind(k, p, 'handover:')) : [];
-  return [
-    [...KEYS, ...fences, ...queues, ...handovers],
-    [ARGV[0]!, ARGV[1]!, ARGV[2]!, ...ARGV.slice(4)],
-  ];
-}
-
-const acquire: Implementation = (ops, sentKeys, sentArgv) => {
-  const [KEYS, ARGV] = expandAcquire(sentKeys, sentArgv);
+const acquire: Implementation = (ops, KEYS, ARGV) => {
   const call = acquireCall(KEYS, ARGV);
-  const { mine, blocker } = scanLocks(ops, KEYS, call);
-  const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, KEYS, call);
+  const { limit, base, rest } = call;
+  if (limit !== undefined) {
+    const other = otherKind(ops, base!, rest!, call.marks![0]!, limit);
+    if (other !== undefined) throw new Error(`WRONGKIND ${other}`);
+  }
+  const { mine, blocker } = scanLocks(ops, call);
+  const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, call);
   if (blocker !== undefined || reserved) {
-    if (call.fair && call.waiter !== undefined) joinQueues(ops, KEYS, ARGV, call);
+    if (call.fair && call.waiter !== undefined) joinQueues(ops, call);
+    // A slot held by another: another one free here, named (it stays queued here until it moves).
+    const free = blocker !== undefined && limit !== undefined ? freeSlot(ops, base!, rest!, call.tag!, limit) : undefined;
+    if (free !== undefined) return [0, -1, free];
     return blocker !== undefined ? [0, -1] : [0, -3];
   }
-  for (let i = 0; i < call.n; i++) ops.set(KEYS[i]!, call.value, call.ttl);
-  return call.fencing ? [1, fenceToken(ops, KEYS, ARGV, call, mine)] : [1, 0];
+  // A resource in use as a semaphore refuses a mutex (the Lua deletes the key its SET NX took; none was set here).
+  if (call.marks && limit === undefined && mine < call.n) {
+    for (const mark of call.marks) {
+      const m = ops.get(mark);
+      if (m !== null) throw new Error(`WRONGKIND ${m}`);
+    }
+  }
+  if (limit !== undefined) keepMark(ops, call.marks![0]!, limit, call.ttl);
+  for (let i = 0; i < call.n; i++) ops.set(call.keys[i]!, call.value, call.ttl);
+  return call.retention !== undefined ? [1, fenceToken(ops, call, mine)] : [1, 0];
 };
 
 const confirmToken: Implementation = (ops, KEYS, ARGV) => {
@@ -250,34 +271,38 @@ const fencedAccess: Implementation = (ops, KEYS, ARGV) => {
   return [1, ops.get(KEYS[0]!)];
 };
 
-const release: Implementation = (ops, locks, sentArgv) => {
-  const fair = sentArgv.length > 1;
-  const n = locks.length;
-  // As the script builds them: each resource's queue and deadlines, and the wake channel prefix.
-  const p = Number(sentArgv[1]);
-  const KEYS = fair ? [...locks, ...locks.flatMap((k) => [keyOfKind(k, p, 'queue:'), keyOfKind(k, p, 'queue-deadlines:')])] : locks;
-  const ARGV = fair ? [sentArgv[0]!, `${prefixOf(locks[0]!, p)}wake:`, ...sentArgv.slice(2)] : sentArgv;
-  const waiter = ARGV[2] ?? '';
+const release: Implementation = (ops, KEYS, ARGV) => {
+  const value = ARGV[0]!;
   let deleted = 0;
-  for (let i = 1; i <= n; i++) {
-    const freed = ops.get(KEYS[i - 1]!) === ARGV[0];
-    if (freed) {
-      ops.del(KEYS[i - 1]!);
-      deleted++;
+  if (ARGV.length === 1) {
+    for (const key of KEYS) {
+      if (ops.get(key) === value) {
+        ops.del(key);
+        deleted++;
+      }
     }
-    if (fair) {
-      const [q, d, h] = [KEYS[n + 2 * i - 2]!, KEYS[n + 2 * i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'handover:')];
-      if (waiter !== '') {
-        ops.zrem(q, waiter);
-        ops.hdel(d, waiter);
-        ops.hdel(h, waiter);
-      }
-      if (freed) {
-        const head = firstFresh(ops, q, d, h, ARGV[3]);
-        if (head !== undefined && head !== ARGV[3]) {
-          grant(ops, KEYS[i - 1]!, keyOfKind(KEYS[i - 1]!, p, 'fence:'), h, head, wakeChannel(ARGV[1]!, head));
-        }
-      }
+    return deleted;
+  }
+  // As the script builds them from each lock key: a semaphore slot's queue keys are its own, its counter the resource's.
+  const p = Number(ARGV[1]);
+  const base = prefixOf(KEYS[0]!, p);
+  const [waiter, undoneBy] = [ARGV[2] ?? '', ARGV[3]];
+  for (const key of KEYS) {
+    const { tag, rest } = splitKey(key, p, 'lock'.length);
+    const [q, d, h] = [`${base}queue${tag}:${rest}`, `${base}queue-deadlines${tag}:${rest}`, `${base}handover${tag}:${rest}`];
+    if (waiter !== '') {
+      ops.zrem(q, waiter);
+      ops.hdel(d, waiter);
+      ops.hdel(h, waiter);
+    }
+    if (ops.get(key) !== value) continue;
+    ops.del(key);
+    deleted++;
+    const head = firstFresh(ops, q, d, h, undoneBy);
+    if (head !== undefined && head !== undoneBy) {
+      grant(ops, key, `${base}fence:${rest}`, h, head, wakeChannel(`${base}wake:`, head), tag !== '' ? `${base}slots:${rest}` : undefined);
+    } else if (head === undefined && tag !== '') {
+      slotFreed(ops, base, rest, tag, (...queue) => firstFresh(ops, ...queue));
     }
   }
   return deleted;
@@ -285,10 +310,10 @@ const release: Implementation = (ops, locks, sentArgv) => {
 
 /**
  * GRANT: hands a free lock key over to the head of its queue (fresh: found by
- * firstFresh) when it carries a hand-over, raising the counter as ACQUIRE does;
- * else only wakes the head.
+ * firstFresh) when it carries a hand-over, raising the counter as ACQUIRE does,
+ * and a semaphore slot's marker (`mark`) to outlive the permit; else only wakes the head.
  */
-function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, head: string, channel: string): void {
+function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, head: string, channel: string, mark?: string): void {
   const entry = handOverOf(ops.hget(handovers, head));
   // exists, not get: a permit's holders there (the resource mixed up) make GRANT's SET NX fail, not raise WRONGTYPE.
   if (!entry || ops.exists(lockKey) > 0) {
@@ -296,6 +321,7 @@ function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, h
     return;
   }
   ops.set(lockKey, entry.value, entry.ttl);
+  if (mark !== undefined && ops.pttl(mark) < Number(entry.ttl)) ops.pexpire(mark, String(2 * Number(entry.ttl)));
   let token = '0';
   if (entry.retention !== '0') {
     const c = luaNumber(ops.get(fenceKey));
@@ -306,12 +332,13 @@ function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, h
 }
 
 const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
-  // The lock and counter keys, built from the wake prefix and the queue key as the script does.
+  // The lock, counter and hand-over keys, built from the wake prefix and the queue key as the script does.
   const base = ARGV[1]!.slice(0, -'wake:'.length);
   for (let i = 0; i < KEYS.length; i += 2) {
     const [q, d] = [KEYS[i]!, KEYS[i + 1]!];
-    const rest = q.slice(base.length + 'queue:'.length);
-    const [lockKey, h] = [`${base}lock:${rest}`, `${base}handover:${rest}`];
+    // A semaphore slot's queue ('queue#<slot>:'): that slot's lock and hand-overs.
+    const { tag, rest } = splitKey(q, Buffer.byteLength(base), 'queue'.length);
+    const [lockKey, h] = [`${base}lock${tag}:${rest}`, `${base}handover${tag}:${rest}`];
     const first = ops.zfirst(q);
     const entry = handOverOf(ops.hget(h, ARGV[0]!));
     ops.zrem(q, ARGV[0]!);
@@ -321,7 +348,9 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
     if (freed) ops.del(lockKey);
     if (first === ARGV[0] || freed) {
       const head = firstFresh(ops, q, d, h);
-      if (head !== undefined) grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head));
+      if (head !== undefined) {
+        grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head), tag !== '' ? `${base}slots:${rest}` : undefined);
+      }
     }
   }
   return 1;
@@ -329,7 +358,9 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
 
 /**
  * The library's Lua scripts as JavaScript with the same semantics, step by
- * step (the Lua is in lib/core/scripts.ts). Lua's 1-based KEYS[i] is keys[i - 1].
+ * step (the Lua is in lib/core/scripts.ts and the files whose Lua it pastes in
+ * or lists: grant-lua.ts, slot-scripts.ts, permit-scripts.ts, operator-scripts.ts).
+ * Lua's 1-based KEYS[i] is keys[i - 1].
  * The shared behavioural suite runs against both, so they cannot drift apart
  * unnoticed; `IMPLEMENTED_SHAS` names the Lua text each was written from.
  */
@@ -337,6 +368,7 @@ const IMPLEMENTATIONS = new Map<Script, Implementation>([
   [ACQUIRE, acquire],
   [CONFIRM_TOKEN, confirmToken],
   [EXTEND, extend],
+  [SLOT_EXTEND, slotExtend],
   [INSPECT, inspect],
   [FENCED_ACCESS, fencedAccess],
   [RELEASE, release],
@@ -356,15 +388,16 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'f8f699c4a0074b1d48b2f37154543ab5aff8c76b',
+  acquire: '4ede4f359a67ba15943e8c3a6d2a8096ece8126b',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  inspect: '379a1319cfdf0e9d2ea7249fbdf01c37a86bb2db',
+  'slot-extend': '60a1685f128acbe4694535959a86a4d5e12dbd1b',
+  inspect: '74fe4869782f8d1d8fbb639b2ac025480323e706',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'a04c4494dc58cc0f93cb711d1e2a86ba5272d0f9',
-  'leave-queue': 'e03b55605b99b6729d61745d5a47762ff6c9a392',
-  'force-release': 'bf7bded57eb7178a280b823854665c627cd195ce',
-  'permit-acquire': '7f86e4d9513ef77bfce883b5fd7632f034d6ec08',
+  release: '3c6be0663d3de53cef2d8b98d1eefcff828436ae',
+  'leave-queue': '9298791024f624ccce4ab5fe79a1b338dfde7de5',
+  'force-release': '2d9df17c21abd16ea9f93a2540c126083ce0e7ca',
+  'permit-acquire': '36ed7ce43a8e1ebe83fae2120e78a83b06463e59',
   'permit-confirm': '1faf94b7bacb2a14a9346998aedf48edbd1e05c3',
   'permit-extend': 'c43bc16fe27652855e8ccc6a15529191144ba53d',
   'permit-release': '80feed0fd64b6ee83be1b5ced7d71241db83cef3',

@@ -8,7 +8,6 @@ import { onEveryNode } from '../support/node-stats.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
-import { handOverWaiter } from '../support/waiter.js';
 import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 
 let fleet: RedisFleet;
@@ -389,38 +388,6 @@ describe('a node that refuses an acquire after the round was decided', () => {
       await lock.release();
       await until(async () => (await raw[2]!.zcard('redlock:queue:late-refusal')) === 0, 'the holder gone from the queue of node 2', 2000);
     });
-  });
-});
-
-describe('a resource mixed up between a mutex and a semaphore', () => {
-  it("does not hand a mutex waiter a semaphore's permit (it is woken, and its own attempt decides)", async () => {
-    // A semaphore's waiter first in every queue (fresh for 1.5 s, nothing held): a mutex waiter's
-    // SET NX there is undone for it, and it queues behind.
-    const deadline = Date.now() + 1500;
-    await Promise.all(
-      raw.map((r) =>
-        r
-          .multi()
-          .zadd('redlock:queue:mixed', Date.now() - 5000, 'other.1')
-          .hset('redlock:queue-deadlines:mixed', 'other.1', deadline)
-          .exec(),
-      ),
-    );
-    // Polling every 300 ms: its attempts are refused until the semaphore's waiter's entry is stale.
-    const { waiter, handedOver } = await handOverWaiter((options) => client({ ...options, retryDelay: 300 }));
-    const waiting = waiter.acquire('mixed', 10_000);
-    await until(
-      async () => (await Promise.all(raw.map((r) => r.zcard('redlock:queue:mixed')))).every((n) => n === 2),
-      'the mutex waiter queued',
-    );
-    // A semaphore of limit 3 takes a permit past both waiters (they fit beside it), then releases it:
-    // its release wakes the waiters that fit, and must not make the mutex waiter a permit holder.
-    const semaphore = client();
-    await (await semaphore.acquire('mixed', 10_000, { limit: 3, retryCount: 0 })).release();
-    const lock = await waiting;
-    expect(handedOver).toEqual([false]);
-    expect(await Promise.all(raw.map((r) => r.type('redlock:lock:mixed')))).toEqual(['string', 'string', 'string']);
-    await lock.release();
   });
 });
 

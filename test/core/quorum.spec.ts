@@ -1,31 +1,9 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { MAX_DELAY } from '../../lib/core/options.js';
-import { defaultNodeTimeout, driftOf, permitQuorumOf, quorumOf, retryDelayOf, validityOf } from '../../lib/core/quorum.js';
+import { defaultNodeTimeout, driftOf, quorumOf, retryDelayOf, validityOf } from '../../lib/core/quorum.js';
 
 // Pure arithmetic: no server, no clock.
 afterEach(() => void jest.restoreAllMocks());
-
-describe('permitQuorumOf', () => {
-  it('is the fewest votes that make any limit + 1 permits share a node', () => {
-    // 5 nodes: limit 1 is a mutex (a majority); limits 2-3 need 4 nodes; 4 and above need all 5.
-    expect([1, 2, 3, 4, 10].map((limit) => permitQuorumOf(5, limit))).toEqual([3, 4, 4, 5, 5]);
-    expect([1, 2, 3].map((limit) => permitQuorumOf(3, limit))).toEqual([2, 3, 3]);
-    // Checked by brute force for 5 nodes: every choice of limit + 1 sets of q nodes shares one.
-    const subsets = (q: number) => [...Array(32).keys()].filter((m) => m.toString(2).split('1').length - 1 === q);
-    for (const limit of [1, 2, 3]) {
-      const q = permitQuorumOf(5, limit);
-      const sets = subsets(q);
-      const pick = (k: number, from: number, acc: number): boolean =>
-        k === 0 ? acc !== 0 : sets.slice(from).every((m, i) => pick(k - 1, from + i, acc & m));
-      expect(pick(limit + 1, 0, 31)).toBe(true);
-      // One vote fewer is not enough: some limit + 1 sets share no node.
-      const fewer = subsets(q - 1);
-      const some = (k: number, from: number, acc: number): boolean =>
-        k === 0 ? acc === 0 : fewer.slice(from).some((m, i) => some(k - 1, from + i, acc & m));
-      expect(some(limit + 1, 0, 31)).toBe(true);
-    }
-  });
-});
 
 describe('quorumOf', () => {
   it('is a strict majority of the nodes', () => {

@@ -23,7 +23,7 @@ import { runScript } from '../../lib/core/script.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
 import { handOverWaiter } from '../support/waiter.js';
-import { OPERATOR_NODE_TIMEOUT, type PermitBackend } from './lock-behaviour.js';
+import { OPERATOR_NODE_TIMEOUT, type DirectNode, type PermitBackend } from './lock-behaviour.js';
 
 export function describePermitBehaviour(name: string, makeBackend: () => Promise<PermitBackend>): void {
   describe(`semaphore and read-write lock behaviour: ${name}`, () => {
@@ -45,43 +45,56 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
     type Join = { waiter: string; since: number; entryTtl: number };
     const ENTRY_TTL = 10_000;
     /**
-     * The permit scripts of one semaphore of limit 1, called on one node at a time
+     * The permit scripts of one read-write lock, each caller a writer (alone, as a
+     * lock: the queue rules are those of every permit), called on one node at a time
      * (`fair`: without a queue place unless `join` gives one), as attempts reach the nodes.
      */
     const scriptsOf = (resource: string) => {
       const nodes = backend.direct;
-      const [holders, kind, queue, deadlines] = [`${resource}:lock`, `${resource}:kind`, `${resource}:queue`, `${resource}:deadlines`];
+      const [holders, kind, mark, queue, deadlines] = [
+        `${resource}:lock`,
+        `${resource}:kind`,
+        `${resource}:slots`,
+        `${resource}:queue`,
+        `${resource}:deadlines`,
+      ];
+      const w = (id: string) => (id === '' ? id : `${id}:w`);
       const acquire = (i: number, member: string, join?: Join) =>
         runScript(
           nodes[i]!,
           PERMIT_ACQUIRE,
-          [holders, kind, queue, deadlines],
-          PERMIT_ACQUIRE.argv({ member, ttl: 10_000, kind: '1', fair: { join } }),
+          [holders, kind, mark, queue, deadlines],
+          PERMIT_ACQUIRE.argv({ member: w(member), ttl: 10_000, kind: 'rw', fair: { join: join && { ...join, waiter: w(join.waiter) } } }),
         ).then((reply) => PERMIT_ACQUIRE.decode(reply).taken);
       const release = (i: number, member: string, { leaving = '', skip = '' } = {}) =>
         runScript(
           nodes[i]!,
           PERMIT_RELEASE,
           [holders, queue, deadlines],
-          PERMIT_RELEASE.argv({ member, kind: '1', fair: { wakePrefix: `${resource}:wake:`, leaving, skip, entryTtl: ENTRY_TTL } }),
+          PERMIT_RELEASE.argv({
+            member: w(member),
+            kind: 'rw',
+            fair: { wakePrefix: `${resource}:wake:`, leaving: w(leaving), skip: w(skip), entryTtl: ENTRY_TTL },
+          }),
         );
-      const orders = () => Promise.all(nodes.map((n) => n.zrange(queue, 0, -1)));
+      const orders = () => Promise.all(nodes.map(async (n) => (await n.zrange(queue, 0, -1)).map((id) => id.replace(/:w$/, ''))));
       const all = nodes.map((_, i) => i);
       const everywhere = <T>(value: T) => all.map(() => value);
       return { acquire, release, orders, all, everywhere };
     };
-
-    /** Until every node has `holders` holders of `resource` and `waiters` entries in its queue (a permit is decided at a quorum: a node may answer later). */
-    const settledOnEveryNode = (resource: string, holders: number, waiters: number) =>
+    /**
+     * Until every node has `holders` holders of `resource` and `waiters` entries in its queue (a permit is decided at a
+     * quorum: a node may answer later): a semaphore of limit 1 (its one slot, a lock: held or not), or a read-write lock.
+     */
+    const settledOnEveryNode = (resource: string, holders: number, waiters: number, rw = false) =>
       until(async () => {
-        const counts = await Promise.all(
-          backend.direct.map(async (n) =>
-            Promise.all([n.zrange(`redlock:lock:${resource}`, 0, -1), n.zrange(`redlock:queue:${resource}`, 0, -1)]),
-          ),
-        );
-        return counts.every(([h, q]) => h.length === holders && q.length === waiters);
+        const [lock, queue] = rw
+          ? [`redlock:lock:${resource}`, `redlock:queue:${resource}`]
+          : [`redlock:lock#0:${resource}`, `redlock:queue#0:${resource}`];
+        const held = async (n: DirectNode) => (rw ? (await n.zrange(lock, 0, -1)).length : (await n.pttl(lock)) === -2 ? 0 : 1);
+        const counts = await Promise.all(backend.direct.map(async (n) => Promise.all([held(n), n.zrange(queue, 0, -1)])));
+        return counts.every(([h, q]) => h === holders && q.length === waiters);
       }, `${holders} holding and ${waiters} queued for ${resource} on every node`);
-
     /** Whether a permit is refused now (one taken is given back before it answers). */
     const refusedNow = (redlock: Redlock, resource: string, options: AcquireOptions) =>
       redlock.acquire(resource, 5000, { ...options, retryCount: 0 }).then(
@@ -132,27 +145,47 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(most).toBeGreaterThanOrEqual(2); // it is a semaphore, not a mutex
     });
 
-    it('refuses the permit past the limit, and hands a freed permit over to a waiter long before its 5 s retry delay, with no attempt of its own', async () => {
+    it('refuses the permit past the limit, and hands a freed permit over to its waiter long before its 5 s retry delay, with no attempt of its own', async () => {
+      // Limit 1: one slot, so the waiter waits in the queue of the permit freed.
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter(client);
-      const held = [await holder.acquire('two', 10_000, { limit: 2 }), await holder.acquire('two', 10_000, { limit: 2 })];
-      expect(await refusedNow(client(), 'two', { limit: 2 })).toBe(true);
-      const waiting = waiter.acquire('two', 10_000, { limit: 2 });
-      await until(async () => (await holder.inspect('two')).waiters === 1, 'the waiter in the queue');
+      const held = await holder.acquire('one', 10_000, { limit: 1 });
+      expect(await refusedNow(client(), 'one', { limit: 1 })).toBe(true);
+      const waiting = waiter.acquire('one', 10_000, { limit: 1 });
+      await until(async () => (await holder.inspect('one')).waiters === 1, 'the waiter in the queue');
       const released = performance.now();
-      await held[0]!.release();
+      await held.release();
       const lock = await waiting;
       expect(performance.now() - released).toBeLessThan(200);
       // Refused once, then handed the permit by the release (a second attempt would make 2).
       expect(lock.attempts).toBe(1);
       expect(handedOver).toEqual([true]);
-      expect(lock.fencingToken).toBeGreaterThan(held[1]!.fencingToken!);
-      expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(true);
-      await Promise.all([lock.release(), held[1]!.release()]);
-      expect(await refusedNow(holder, 'two', { limit: 2 })).toBe(false);
-      // Admitted, each kept its place in the queues (marked as a holder's); released, it left them.
-      const queues = () => Promise.all(backend.direct.map((n) => n.zrange('redlock:queue:two', 0, -1)));
-      await until(async () => (await queues()).every((q) => q.length === 0), 'every queue empty');
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken!);
+      await lock.release();
+      // Released, it left the queue; the last permit gone, so did the semaphore's marker.
+      const left = () =>
+        Promise.all(backend.direct.map((n) => Promise.all([n.zrange('redlock:queue#0:one', 0, -1), n.pttl('redlock:slots:one')])));
+      await until(async () => (await left()).every(([q, m]) => q.length === 0 && m === -2), 'every queue and marker gone');
+    });
+
+    it('gives a waiter the first permit freed, whichever slot it waited for, long before its 5 s retry delay', async () => {
+      // Limit 2: the waiter queued for one slot is handed it, or woken to move to the other one.
+      for (const freed of [0, 1]) {
+        const holder = client();
+        const waiter = client({ retryDelay: 5000, retryJitter: 0 });
+        const resource = `two:${freed}`;
+        const held = [await holder.acquire(resource, 10_000, { limit: 2 }), await holder.acquire(resource, 10_000, { limit: 2 })];
+        expect(await refusedNow(client(), resource, { limit: 2 })).toBe(true);
+        const waiting = waiter.acquire(resource, 10_000, { limit: 2 });
+        await until(async () => (await holder.inspect(resource)).waiters === 1, 'the waiter in the queue');
+        const released = performance.now();
+        await held[freed]!.release();
+        const lock = await waiting;
+        expect(performance.now() - released).toBeLessThan(2500);
+        expect(lock.fencingToken).toBeGreaterThan(Math.max(...held.map((h) => h.fencingToken!)));
+        expect(await refusedNow(client(), resource, { limit: 2 })).toBe(true);
+        await Promise.all([lock.release(), held[1 - freed]!.release()]);
+      }
     });
 
     it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {
@@ -275,7 +308,9 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         // Its entry lives about 2 x (5000 + node timeout) + 100 ms; the hasty caller's about 2 x 10 + 2 x node timeout + 100.
         const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
         await expect(hasty.acquire(resource, 10_000, options.limit ? options : { mode: 'read' })).rejects.toBeInstanceOf(ResourceBusyError);
-        const ttls = await Promise.all(backend.direct.map((n) => n.pttl(`redlock:queue:${resource}`)));
+        // A semaphore of limit 1 queues in its one slot's queue.
+        const queue = options.limit ? `redlock:queue#0:${resource}` : `redlock:queue:${resource}`;
+        const ttls = await Promise.all(backend.direct.map((n) => n.pttl(queue)));
         for (const ttl of ttls) expect(ttl).toBeGreaterThan(5000);
         await held.release();
         await (await waiting).release();
@@ -340,9 +375,8 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
           .acquire('mixed', 10_000, { ...options, retryCount: 2 })
           .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(LockKindMismatchError);
-        // A mutex's script meets a sorted set, and cannot tell which limit it has.
-        const found = 'limit' in options || 'mode' in options ? 'semaphore (limit 2)' : 'semaphore or read-write lock';
-        expect(error).toMatchObject({ code: 'LOCK_KIND_MISMATCH', resources: ['mixed'], found });
+        // Every kind reads the semaphore's marker, with its limit.
+        expect(error).toMatchObject({ code: 'LOCK_KIND_MISMATCH', resources: ['mixed'], found: 'semaphore (limit 2)' });
       }
       const mutex = await a.acquire('mutex', 10_000);
       const error = await client()
@@ -376,14 +410,14 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const writerClient = client({ retryDelay: 5000, retryJitter: 0 });
       const lateReader = client({ retryDelay: 5000, retryJitter: 0 });
       const held = await reader.acquire('catalog', 10_000, { mode: 'read' });
-      await settledOnEveryNode('catalog', 1, 0);
+      await settledOnEveryNode('catalog', 1, 0, true);
       const order: string[] = [];
       const writing = writerClient.acquire('catalog', 10_000, { mode: 'write' }).then((l) => (order.push('writer'), l));
-      await settledOnEveryNode('catalog', 1, 1);
+      await settledOnEveryNode('catalog', 1, 1, true);
       // A reader now would share with the reader that holds, but the writer queued first.
       expect(await refusedNow(client(), 'catalog', { mode: 'read' })).toBe(true);
       const reading = lateReader.acquire('catalog', 10_000, { mode: 'read' }).then((l) => (order.push('reader'), l));
-      await settledOnEveryNode('catalog', 1, 2);
+      await settledOnEveryNode('catalog', 1, 2, true);
       await held.release();
       const writer = await writing;
       expect(order).toEqual(['writer']);
@@ -425,8 +459,8 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         ['rebuild', 'rw'],
       ]);
       const [doc, , semaphore, rebuild] = listing.locks;
-      // A limit-3 semaphore's permit needs all 3 nodes' votes; a read-write lock's a majority.
-      expect(semaphore).toMatchObject({ limit: 3, quorum: 3, held: true, heldOn: 3, waiters: 0 });
+      // A permit of either kind needs a majority (a semaphore's: of its slot).
+      expect(semaphore).toMatchObject({ limit: 3, quorum: 2, held: true, heldOn: 3, waiters: 0 });
       expect(semaphore!.holders).toEqual(
         expect.arrayContaining([
           { holder: holderOf(pool[0]!), identity: { app: 'billing' }, heldOn: 3, held: true, ttl: expect.any(Number) },

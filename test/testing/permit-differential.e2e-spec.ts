@@ -114,7 +114,8 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
           // and a run that outlasts a second on a loaded machine would then order the same waiters differently.
           const since = Date.now() + pick([0, 0, 1, 2]);
           const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${since} ${entryTtl} ${pick([1, 2])}`;
-          const keys = [holders, kindKey, ...(fencing ? [fence] : []), ...(fair ? [...queues, `p:handover:${r}`] : [])];
+          // The semaphore's marker (a semaphore's slots, see slot-scripts.ts) third: never set here, so never a mismatch.
+          const keys = [holders, kindKey, `p:slots:${r}`, ...(fencing ? [fence] : []), ...(fair ? [...queues, `p:handover:${r}`] : [])];
           const ttl = short ? 1 : pick([30_000, 100_000]);
           const args = [member, ttl, kind, spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
           result = await run(PERMIT_ACQUIRE, keys, () => args);

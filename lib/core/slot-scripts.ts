@@ -1,0 +1,93 @@
+import { defineScript, integer } from './script.js';
+
+// A semaphore's Lua (`limit: n`). A semaphore of limit n is n slots, each a lock
+// of its own: `<prefix>lock#<slot>:<resource>`, with its own queue and hand-overs
+// (`queue#<slot>:`, `queue-deadlines#<slot>:`, `handover#<slot>:`) and the
+// resource's one fence counter. ACQUIRE, RELEASE and LEAVE_QUEUE treat a slot as
+// the lock it is (they build a key's other keys from what follows its kind, the
+// slot's number kept on its queue keys, not on its counter), with the functions
+// below pasted in. A permit is a slot held on a majority: two permits on one slot
+// would need two majorities, which share a node where the slot's key has one
+// holder (SET NX), so at most n permits hold at once (see the README's "Semaphores
+// and read-write locks").
+//
+// Beside the slots, the semaphore's marker `<prefix>slots:<resource>` holds its
+// limit while any permit may be held: every grant and extension keeps it `2 * ttl`
+// once it is found shorter than `ttl`, and the release of the last permit deletes
+// it. While it is there, a mutex, a read-write lock or a semaphore of another limit
+// is refused, typed (their scripts read it).
+
+/**
+ * Lua, pasted into ACQUIRE and RELEASE:
+ * - `keepMark(mark, limit, ttl)`: the marker outlives a permit of `ttl` ms.
+ * - `otherKind(base, rest, mark, limit)`: how the resource is used if not as this
+ *   semaphore: another limit (the marker), 'mutex' (a string at its lock key), or a
+ *   read-write lock (its holders' set there: its kind key, 'rw'); nil when free for it.
+ * - `freeSlot(base, rest, tag, limit)`: another slot this node has free with nobody
+ *   queued for it (a few looked at, from the next on), for a caller refused the slot
+ *   `tag` ('#<slot>') to take instead of waiting; nil when none.
+ * - `slotFreed(base, rest, tag, firstFresh)`: slot `tag` was released with nobody
+ *   queued for it: the first waiter of another slot's queue (a few looked at) is woken
+ *   with this slot's number, to move here; with nobody waiting there either and no
+ *   slot held, the marker goes (the first slot found held stops the look), so that the
+ *   resource may be used as another kind at once.
+ */
+export const SLOT_LUA = `
+local function keepMark(mark, limit, ttl)
+  if redis.call('PTTL', mark) < tonumber(ttl) then redis.call('SET', mark, limit, 'PX', 2 * tonumber(ttl)) end
+end
+local function otherKind(base, rest, mark, limit)
+  local m = redis.call('GET', mark)
+  if m and m ~= limit then return m end
+  local t = redis.call('TYPE', base .. 'lock:' .. rest)['ok']
+  if t == 'string' then return 'mutex' end
+  if t ~= 'none' then return redis.call('GET', base .. 'kind:' .. rest) or 'rw' end
+  return nil
+end
+local function freeSlot(base, rest, tag, limit)
+  local s, l = tonumber(string.sub(tag, 2)), tonumber(limit)
+  for j = 1, math.min(l - 1, 8) do
+    local k = (s + j) % l
+    if redis.call('EXISTS', base .. 'lock#' .. k .. ':' .. rest) == 0 and redis.call('ZCARD', base .. 'queue#' .. k .. ':' .. rest) == 0 then
+      return k
+    end
+  end
+  return nil
+end
+local function slotFreed(base, rest, tag, firstFresh)
+  local mark = base .. 'slots:' .. rest
+  local l = tonumber(redis.call('GET', mark) or '1')
+  local s = string.sub(tag, 2)
+  for j = 1, math.min(l - 1, 8) do
+    local k = '#' .. ((tonumber(s) + j) % l) .. ':' .. rest
+    local other = firstFresh(base .. 'queue' .. k, base .. 'queue-deadlines' .. k, base .. 'handover' .. k)
+    if other then
+      redis.pcall('PUBLISH', base .. 'wake:' .. string.match(other, '^[^.]*'), other .. ' #' .. s) -- pcall: see GRANT
+      return
+    end
+  end
+  for i = 0, l - 1 do
+    if redis.call('EXISTS', base .. 'lock#' .. i .. ':' .. rest) == 1 then return end
+  end
+  redis.call('DEL', mark)
+end
+`;
+
+/**
+ * Extend a semaphore's permit (its slot's lock key) that is still there, and keep
+ * the semaphore's marker alive as long.
+ * KEYS: the slot's lock key, the marker. ARGV: value, ttl ms, limit. Returns 1 when extended.
+ */
+export const SLOT_EXTEND = defineScript(
+  'slot-extend',
+  `${SLOT_LUA}
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+keepMark(KEYS[2], ARGV[3], ARGV[2])
+return 1
+`,
+  {
+    argv: (args: { value: string; ttl: number; limit: number }) => [args.value, String(args.ttl), String(args.limit)],
+    decode: (reply) => integer(reply) === 1,
+  },
+);

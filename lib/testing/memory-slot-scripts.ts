@@ -1,0 +1,85 @@
+import type { Ops } from './memory-data.js';
+
+// A semaphore's Lua (lib/core/slot-scripts.ts) as JavaScript, step by step, for
+// MemoryRedisNode: the functions ACQUIRE and RELEASE paste in (SLOT_LUA), and
+// SLOT_EXTEND; with the reading of a key's prefix that every script building a
+// resource's keys from one of them shares. KEYS[i] of the Lua is keys[i - 1] here.
+
+type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
+
+/** The key prefix: the first `prefixLength` bytes of a key (as characters when they are all ASCII, the usual case). */
+export function prefixOf(key: string, prefixLength: number): string {
+  const head = key.slice(0, prefixLength);
+  return Buffer.byteLength(head) === head.length ? head : Buffer.from(key).subarray(0, prefixLength).toString();
+}
+
+/** GRANT's firstFresh (lib/core/grant-lua.ts): the first waiter whose entry is fresh (or `keep`), stale ones before it dropped. */
+export function firstFresh(ops: Ops, q: string, d: string, h: string, keep?: string): string | undefined {
+  for (;;) {
+    const head = ops.zfirst(q);
+    if (head === undefined || head === keep || Number(ops.hget(d, head) ?? '0') >= ops.clockMs()) return head;
+    ops.zrem(q, head);
+    ops.hdel(d, head);
+    ops.hdel(h, head);
+  }
+}
+
+/** keepMark: the marker, found living less than `ttl` ms, is set to the limit for twice that. */
+export function keepMark(ops: Ops, mark: string, limit: string, ttl: string): void {
+  if (ops.pttl(mark) < Number(ttl)) ops.set(mark, limit, String(2 * Number(ttl)));
+}
+
+/** otherKind: how the resource is used if not as this semaphore (another limit, 'mutex', a read-write lock's kind); undefined when free for it. */
+export function otherKind(ops: Ops, base: string, rest: string, mark: string, limit: string): string | undefined {
+  const m = ops.get(mark);
+  if (m !== null && m !== limit) return m;
+  const type = ops.type(`${base}lock:${rest}`);
+  if (type === 'string') return 'mutex';
+  if (type !== 'none') return ops.get(`${base}kind:${rest}`) ?? 'rw';
+  return undefined;
+}
+
+/** freeSlot: another slot this node has free with nobody queued for it (a few looked at, from the next on); undefined when none. */
+export function freeSlot(ops: Ops, base: string, rest: string, tag: string, limit: string): number | undefined {
+  const [s, l] = [Number(tag.slice(1)), Number(limit)];
+  for (let j = 1; j <= Math.min(l - 1, 8); j++) {
+    const k = (s + j) % l;
+    if (ops.exists(`${base}lock#${k}:${rest}`) === 0 && ops.zcard(`${base}queue#${k}:${rest}`) === 0) return k;
+  }
+  return undefined;
+}
+
+/**
+ * slotFreed: slot `tag` was released with nobody queued for it. The first waiter of
+ * another slot's queue (a few looked at, the limit read from the marker) is woken
+ * with this slot's number ('<waiter> #<slot>'); with nobody there either and no slot
+ * held here, the marker is deleted.
+ */
+export function slotFreed(
+  ops: Ops,
+  base: string,
+  rest: string,
+  tag: string,
+  firstFresh: (q: string, d: string, h: string) => string | undefined,
+): void {
+  const mark = `${base}slots:${rest}`;
+  const l = Number(ops.get(mark) ?? '1');
+  const s = tag.slice(1);
+  for (let j = 1; j <= Math.min(l - 1, 8); j++) {
+    const k = `#${(Number(s) + j) % l}:${rest}`;
+    const other = firstFresh(`${base}queue${k}`, `${base}queue-deadlines${k}`, `${base}handover${k}`);
+    if (other !== undefined) {
+      ops.publish(`${base}wake:${other.split('.')[0]}`, `${other} #${s}`);
+      return;
+    }
+  }
+  for (let i = 0; i < l; i++) if (ops.exists(`${base}lock#${i}:${rest}`) === 1) return;
+  ops.del(mark);
+}
+
+export const slotExtend: Implementation = (ops, KEYS, ARGV) => {
+  if (ops.get(KEYS[0]!) !== ARGV[0]) return 0;
+  ops.pexpire(KEYS[0]!, ARGV[1]!);
+  keepMark(ops, KEYS[1]!, ARGV[2]!, ARGV[1]!);
+  return 1;
+};
