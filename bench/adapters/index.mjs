@@ -144,9 +144,9 @@ function nestRedlockOver(open, close, extra = {}) {
 }
 
 /** nest-redlock's semaphore of `permits` (default: the scenario's 4): its own connections from the URLs, default waiting. */
-function nestRedlockSemaphore(extra = {}) {
+function nestRedlockSemaphore(extra = {}, build = nestRedlockBuild) {
   return async (urls, { wait, permits = SEMAPHORE_PERMITS }) => {
-    const { Redlock } = await import(nestRedlockBuild());
+    const { Redlock } = await import(build());
     const redlock = new Redlock({ nodes: urls, retryCount: wait ? 1_000_000 : 0, ...extra });
     return {
       ready: () => redlock.ready(),
@@ -746,6 +746,12 @@ const baselineBuild = () => process.env.BENCH_NEST_REDLOCK_BASELINE;
 
 export const adapters = {
   'nest-redlock (baseline)': { waits: 'as nest-redlock', baseline: true, create: nestRedlock({}, 'urls', baselineBuild) },
+  'nest-redlock semaphore (baseline)': {
+    waits: 'as nest-redlock semaphore',
+    variant: 'semaphore',
+    baseline: true,
+    create: nestRedlockSemaphore({}, baselineBuild),
+  },
   'nest-redlock (baseline: fencing and fair waiting off)': {
     waits: 'as nest-redlock',
     variant: 'speed',
