@@ -62,7 +62,9 @@ export async function listLocks(set: NodeSet, layout: KeyLayout, pattern: string
   const bounds = { match: layout.lockPattern(pattern), limit, calls: SCAN_CALLS };
   const markers = { match: layout.lockPattern(pattern, 'slots'), limit, calls: SCAN_CALLS };
   const both = async (node: LockNode): Promise<ScanResult> => {
-    const [locks, slots] = await Promise.all([scanNode(node, bounds), scanNode(node, markers)]);
+    // One after the other: two SCANs in flight on one KeyDB 6.3 connection stalled its listing for seconds.
+    const locks = await scanNode(node, bounds);
+    const slots = await scanNode(node, markers);
     const keys = [...locks.keys];
     for (const key of slots.keys) {
       const name = layout.resourceOfLockKey(key, 'slots');
