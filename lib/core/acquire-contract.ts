@@ -56,6 +56,6 @@ export interface AcquireArgs {
 export interface AcquireReply {
   readonly taken: boolean;
   readonly value: number;
-  /** A semaphore's slot refused: another slot this node has free, with nobody queued for it. */
-  readonly free?: number;
+  /** A semaphore's slot refused: the other slots this node has free, with nobody queued for them. */
+  readonly free?: readonly number[];
 }

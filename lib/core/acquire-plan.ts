@@ -68,8 +68,9 @@ export interface AcquirePlan {
  * A semaphore's permit is one of its `limit` slots, each a lock of its own (see
  * slot-scripts.ts). A call draws the slot it tries first, at random, so that
  * callers at the same moment rarely want the same one; a node that refuses it names
- * a slot it has free with nobody queued, and the call moves there at once (leaving
- * the queue it joined); else it waits in its slot's queue, for that slot's hand-over.
+ * the slots it has free with nobody queued, and the call moves at once to one a
+ * majority named (leaving the queue it joined); else it waits in its slot's queue, for
+ * that slot's hand-over.
  */
 export class SlotChoice {
   /** The slot tried now. */
@@ -77,6 +78,12 @@ export class SlotChoice {
   keys: LockKeys;
   /** Free slots named by the nodes that refused the current attempt. */
   private readonly named: number[] = [];
+  /**
+   * Nodes that granted the current attempt's slot (it failed elsewhere): they count for
+   * any slot named, as they have room (a caller that reaches only a majority, one of
+   * them refusing, would otherwise never see a slot named by a majority).
+   */
+  private granted = 0;
   private moves = 0;
 
   constructor(
@@ -92,13 +99,15 @@ export class SlotChoice {
   acquire(args: AcquireArgs): Call<AcquireReply> {
     const call = ACQUIRE.call(this.keys.locks, args);
     this.named.length = 0;
+    this.granted = 0;
     return {
       command: call.command,
       keys: call.keys,
       argv: call.argv,
       decode: (reply) => {
         const decoded = call.decode(reply);
-        if (decoded.free !== undefined) this.named.push(decoded.free);
+        if (decoded.free !== undefined) for (const slot of decoded.free) this.named.push(slot);
+        if (decoded.taken) this.granted++;
         return decoded;
       },
     };
@@ -110,7 +119,7 @@ export class SlotChoice {
    * waiting in line). Returns the queue keys of the slot left, or undefined.
    */
   move(quorum: number): readonly string[] | undefined {
-    if (this.named.length < quorum || this.moves >= this.limit) return undefined;
+    if (this.named.length === 0 || this.moves >= this.limit) return undefined;
     const counts = new Map<number, number>();
     let best = this.named[0]!;
     for (const slot of this.named) {
@@ -118,9 +127,9 @@ export class SlotChoice {
       counts.set(slot, c);
       if (c > counts.get(best)!) best = slot;
     }
-    // Named by a quorum: free on enough nodes to be taken (under contention, a slot
-    // free on a few nodes only is being taken by another).
-    if (counts.get(best)! < quorum) return undefined;
+    // Named by a quorum (with the nodes that had room): free on enough nodes to be taken
+    // (under contention, a slot free on a few nodes only is being taken by another).
+    if (counts.get(best)! + this.granted < quorum) return undefined;
     const left = this.keys.queues();
     this.moves++;
     this.slot = best;
@@ -131,6 +140,7 @@ export class SlotChoice {
   /** The slots wake-ups named free, one per node: the next `move` goes to the one a quorum named. */
   offer(named: readonly number[]): void {
     this.named.length = 0;
+    this.granted = 0;
     for (const slot of named) if (slot >= 0 && slot < this.limit && slot !== this.slot) this.named.push(slot);
   }
 

@@ -164,10 +164,10 @@ if blocker or reserved then
       atLeast(h, entryTtl)
     end
   end
-  -- A slot held by another: another one free here, named (it stays queued here until it moves).
+  -- A slot held by another: the others free here, named (it stays queued here until it moves).
   if blocker and limit then
-    local free = freeSlot(base, rest, tag, limit)
-    if free then return {0, -1, free} end
+    local free = freeSlots(base, rest, tag, limit)
+    if #free > 0 then return {0, -1, free} end
   end
   if blocker then return {0, -1} end
   return {0, -3}
@@ -237,8 +237,10 @@ return {1, token}
       return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
     },
     decode: (reply): AcquireReply => {
-      // A slot refused with a free slot named: {0, -1, slot}.
-      if (Array.isArray(reply) && reply.length === 3) return { taken: false, value: -1, free: integer(reply[2]) };
+      // A slot refused with the free slots named: {0, -1, {slot, ...}}.
+      if (Array.isArray(reply) && reply.length === 3 && Array.isArray(reply[2])) {
+        return { taken: false, value: -1, free: reply[2].map(integer) };
+      }
       const [taken, value] = tuple(reply, 2);
       return { taken: integer(taken) === 1, value: integer(value) };
     },

@@ -23,9 +23,10 @@ import { defineScript, integer } from './script.js';
  * - `otherKind(base, rest, mark, limit)`: how the resource is used if not as this
  *   semaphore: another limit (the marker), 'mutex' (a string at its lock key), or a
  *   read-write lock (its holders' set there: its kind key, 'rw'); nil when free for it.
- * - `freeSlot(base, rest, tag, limit)`: another slot this node has free with nobody
- *   queued for it (a few looked at, from the next on), for a caller refused the slot
- *   `tag` ('#<slot>') to take instead of waiting; nil when none.
+ * - `freeSlots(base, rest, tag, limit)`: the other slots this node has free with nobody
+ *   queued for them (a few looked at, from the next on, the same on every node), for a
+ *   caller refused the slot `tag` ('#<slot>') to take one that a majority has free
+ *   instead of waiting (the nodes' states may differ: each names all it has).
  * - `slotFreed(base, rest, tag, firstFresh)`: slot `tag` was released with nobody
  *   queued for it: the first waiter of another slot's queue (a few looked at) is woken
  *   with this slot's number, to move here; with nobody waiting there either and no
@@ -44,15 +45,16 @@ local function otherKind(base, rest, mark, limit)
   if t ~= 'none' then return redis.call('GET', base .. 'kind:' .. rest) or 'rw' end
   return nil
 end
-local function freeSlot(base, rest, tag, limit)
+local function freeSlots(base, rest, tag, limit)
   local s, l = tonumber(string.sub(tag, 2)), tonumber(limit)
+  local free = {}
   for j = 1, math.min(l - 1, 8) do
     local k = (s + j) % l
     if redis.call('EXISTS', base .. 'lock#' .. k .. ':' .. rest) == 0 and redis.call('ZCARD', base .. 'queue#' .. k .. ':' .. rest) == 0 then
-      return k
+      table.insert(free, k)
     end
   end
-  return nil
+  return free
 end
 local function slotFreed(base, rest, tag, firstFresh)
   local mark = base .. 'slots:' .. rest

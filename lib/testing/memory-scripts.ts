@@ -19,7 +19,7 @@ import {
 import type { Ops } from './memory-data.js';
 import { atLeast, PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 import { forceRelease, inspect } from './memory-operator-scripts.js';
-import { firstFresh, freeSlot, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
+import { firstFresh, freeSlots, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -222,9 +222,9 @@ const acquire: Implementation = (ops, KEYS, ARGV) => {
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, call);
   if (blocker !== undefined || reserved) {
     if (call.fair && call.waiter !== undefined) joinQueues(ops, call);
-    // A slot held by another: another one free here, named (it stays queued here until it moves).
-    const free = blocker !== undefined && limit !== undefined ? freeSlot(ops, base!, rest!, call.tag!, limit) : undefined;
-    if (free !== undefined) return [0, -1, free];
+    // A slot held by another: the others free here, named (it stays queued here until it moves).
+    const free = blocker !== undefined && limit !== undefined ? freeSlots(ops, base!, rest!, call.tag!, limit) : [];
+    if (free.length > 0) return [0, -1, free];
     return blocker !== undefined ? [0, -1] : [0, -3];
   }
   // A resource in use as a semaphore refuses a mutex (the Lua deletes the key its SET NX took; none was set here).
@@ -388,15 +388,15 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '4ede4f359a67ba15943e8c3a6d2a8096ece8126b',
+  acquire: '9b451ee0a0132adc4adefc22b331fa212432e989',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  'slot-extend': '60a1685f128acbe4694535959a86a4d5e12dbd1b',
+  'slot-extend': 'c9c182f1653b87ccd11d83d2cc585740148a801f',
   inspect: '74fe4869782f8d1d8fbb639b2ac025480323e706',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '3c6be0663d3de53cef2d8b98d1eefcff828436ae',
+  release: '5e9698ea181b9378b82522c2627de68b95c93d97',
   'leave-queue': '9298791024f624ccce4ab5fe79a1b338dfde7de5',
-  'force-release': '2d9df17c21abd16ea9f93a2540c126083ce0e7ca',
+  'force-release': 'ee8a46d2deb55d384966dbf0bf8eba04960408e4',
   'permit-acquire': '36ed7ce43a8e1ebe83fae2120e78a83b06463e59',
   'permit-confirm': '1faf94b7bacb2a14a9346998aedf48edbd1e05c3',
   'permit-extend': 'c43bc16fe27652855e8ccc6a15529191144ba53d',

@@ -39,14 +39,15 @@ export function otherKind(ops: Ops, base: string, rest: string, mark: string, li
   return undefined;
 }
 
-/** freeSlot: another slot this node has free with nobody queued for it (a few looked at, from the next on); undefined when none. */
-export function freeSlot(ops: Ops, base: string, rest: string, tag: string, limit: string): number | undefined {
+/** freeSlots: the other slots this node has free with nobody queued for them (a few looked at, from the next on). */
+export function freeSlots(ops: Ops, base: string, rest: string, tag: string, limit: string): number[] {
   const [s, l] = [Number(tag.slice(1)), Number(limit)];
+  const free: number[] = [];
   for (let j = 1; j <= Math.min(l - 1, 8); j++) {
     const k = (s + j) % l;
-    if (ops.exists(`${base}lock#${k}:${rest}`) === 0 && ops.zcard(`${base}queue#${k}:${rest}`) === 0) return k;
+    if (ops.exists(`${base}lock#${k}:${rest}`) === 0 && ops.zcard(`${base}queue#${k}:${rest}`) === 0) free.push(k);
   }
-  return undefined;
+  return free;
 }
 
 /**
