@@ -1,4 +1,4 @@
-// The node's script time per operation, for handoff-scripts.mjs and permit-scripts.mjs: each
+// The node's script time per operation, for handoff-scripts.mjs: each
 // way runs `n` operations on one node through `client`, in blocks interleaved over `rounds`
 // rounds in a new random order each; per block, from INFO commandstats (reset before it),
 // the scripts' time, the commands they ran inside and those commands' time, per operation.

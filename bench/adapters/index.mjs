@@ -594,9 +594,6 @@ while left > 0 do
 end
 return 1`;
 
-/** The fenced fair semaphore floor's scripts (permit-scripts.mjs measures their node time). */
-export const FENCED_PERMIT = { acquire: FENCED_PERMIT_ACQUIRE, release: FENCED_PERMIT_RELEASE };
-
 /**
  * The fair semaphore floor with what the issue asks of a permit besides order and limit:
  * permits expire with their ttl (a crashed holder's too), entries of waiters that crashed

@@ -61,7 +61,7 @@ export interface InspectedHolder {
 
 /** One node's INSPECT reply. */
 export interface InspectReply {
-  /** `mutex`, the kind a permits' resource is stored with ('3': a semaphore of limit 3; 'rw'), '' for permits without one; undefined: no key. */
+  /** `mutex`, the kind a permits' resource is stored with ('rw'; a semaphore's: its limit, '3'), '' for permits without one; undefined: no key. */
   readonly kind?: string;
   readonly counter: string | null;
   readonly waiters: number;
@@ -204,8 +204,7 @@ if t == 'string' then
 elseif t == 'zset' then
   local now = clock()
   kind = redis.call('GET', KEYS[5]) or ''
-  local limit = limitOf(kind)
-  heldWeight(KEYS[1], now, limit)
+  heldWeight(KEYS[1], now)
   local members = redis.call('ZRANGE', KEYS[1], 0, -1)
   local found
   for _, m in ipairs(members) do
@@ -217,7 +216,7 @@ elseif t == 'zset' then
     redis.call('ZREM', KEYS[1], found)
     local value, w = valueOf(found)
     released, holder, identity, writer = 1, fingerprint(value), identityOf(value), w
-    wake(KEYS[3], KEYS[4], now, heldWeight(KEYS[1], now, limit), limit, ARGV[4], '')
+    wake(KEYS[3], KEYS[4], now, heldWeight(KEYS[1], now), ARGV[4], '')
   end
 elseif ARGV[5] then
   -- A semaphore's: a slot's holder, named, or the only one; its slot's first waiter is woken.

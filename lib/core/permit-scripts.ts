@@ -20,29 +20,25 @@ local function atLeast(key, ms)
 end`;
 
 // The scripts of read-write locks' permits (`mode`). A semaphore (`limit: n`) is
-// its slots, each a lock (see slot-scripts.ts); these scripts still count permits
-// of a numeric kind ('3': limit 3), as semaphores used them before slots: no call
-// sends one now (left for a cleanup with their twins and differential test).
-// Beside scripts.ts rather than in it: that file holds the mutex's Lua and is at
+// its slots, each a lock (see slot-scripts.ts), not these. Beside scripts.ts rather than in it: that file holds the mutex's Lua and is at
 // its size limit; NODE_SCRIPTS there loads these too.
 //
 // One resource's holders live in a sorted set at its lock key (member: the
 // holder's secret value, score: when the permit expires, on this node's clock),
 // so that a mutex's SET NX / GET on that key fails with WRONGTYPE and a permit's
 // ZSET command on a mutex's string fails the same way: the two cannot be mixed
-// in silence. Beside it, `kind:<resource>` says how it is used ('3': limit 3;
-// 'rw': read-write), for as long as the set lives. A member or waiter id ending
-// in ':w' is a writer: it weighs the whole limit (1e9 for 'rw'); every other one
-// weighs 1. So one rule serves both: admitted when the holders' weight, the
-// weight of the fresh waiters queued ahead, and its own fit in the limit.
+// in silence. Beside it, `kind:<resource>` says how it is used ('rw'), for as
+// long as the set lives. A member or waiter id ending in ':w' is a writer: it
+// weighs the whole limit (RW_LIMIT); a reader weighs 1. So one rule serves both:
+// admitted when the holders' weight, the weight of the fresh waiters queued
+// ahead, and its own fit in the limit.
 //
 // The queue (a sorted set of waiter ids by when they started waiting) and its
 // deadlines (a hash) are as ACQUIRE's, with one addition: a waiter admitted on
 // this node keeps its place, marked in the deadlines as a holder here by a
-// negative value, -(until when). Counted permits needed nearly every node's vote
-// (before slots), so every node must put the same waiters first: an attempt
-// refused elsewhere is undone here, and its retry must find its old place on
-// every node, not a later one (see the README's "Liveness"). A mark is not
+// negative value, -(until when). Every node must put the same waiters first: an
+// attempt refused elsewhere is undone here, and its retry must find its old place
+// on every node, not a later one (see the README's "Liveness"). A mark is not
 // counted as a waiter ahead (its weight is in the holders' set); it is dropped
 // once past, as a stale waiter is, or when its holder releases.
 //
@@ -53,20 +49,16 @@ local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function limitOf(kind)
-  return tonumber(kind) or 1e9
-end
-local function weight(member, limit)
-  if string.sub(member, -2) == ':w' then return limit end
+local RW_LIMIT = 1e9
+local function weight(member)
+  if string.sub(member, -2) == ':w' then return RW_LIMIT end
   return 1
 end
--- The weight of the live holders (expired ones are dropped first). A semaphore's
--- (limit below 1e9: see MAX_LIMIT) all weigh 1: its count, not its members.
-local function heldWeight(key, now, limit)
+-- The weight of the live holders (expired ones are dropped first).
+local function heldWeight(key, now)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
-  if limit < 1e9 then return redis.call('ZCARD', key) end
   local used = 0
-  for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do used = used + weight(m, limit) end
+  for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do used = used + weight(m) end
   return used
 end
 -- The set and its kind outlive a permit of ttl ms just granted or extended: found
@@ -121,12 +113,12 @@ local function handOver(d, id, now, hand)
   end
   return id .. ' ' .. attempt .. ' ' .. token
 end
-local function wake(q, d, now, used, limit, prefix, skip, hand)
+local function wake(q, d, now, used, prefix, skip, hand)
   local ahead = 0
   for _, id in ipairs(redis.call('ZRANGE', q, 0, -1)) do
     if entryState(d, id, now) == 'fresh' then
-      ahead = ahead + weight(id, limit)
-      if used + ahead > limit then return end
+      ahead = ahead + weight(id)
+      if used + ahead > RW_LIMIT then return end
       if id ~= skip then
         local message = hand and handOver(d, id, now, hand) or id
         redis.pcall('PUBLISH', prefix .. string.match(id, '^[^.]*'), message) -- pcall: see GRANT in scripts.ts
@@ -136,7 +128,7 @@ local function wake(q, d, now, used, limit, prefix, skip, hand)
 end
 `;
 
-/** How a permit is held: `kind` '<n>' (a semaphore of limit n) or 'rw'; `member` is the value, with ':w' for a writer. */
+/** How a permit is held: `kind` 'rw' (kept in the kind key); `member` is the value, with ':w' for a writer. */
 export interface PermitAcquireArgs {
   readonly member: string;
   readonly ttl: number;
@@ -170,9 +162,8 @@ local q, d, h = KEYS[4], KEYS[5], KEYS[6]
 if retention then q, d, h = KEYS[5], KEYS[6], KEYS[7] end
 local fair = spec ~= ''
 local now = clock()
-local limit = limitOf(kind)
 -- On a mutex's string key this raises WRONGTYPE: the client reports the mix.
-local used = heldWeight(key, now, limit)
+local used = heldWeight(key, now)
 -- A semaphore's marker (see slot-scripts.ts): its permits may be held.
 local slots = redis.call('GET', mark)
 if slots then return redis.error_reply('WRONGKIND ' .. slots) end
@@ -181,8 +172,8 @@ if current and current ~= kind and used > 0 then return redis.error_reply('WRONG
 -- Held already by this value (a resent command, or an attempt whose undo was
 -- lost): the same answer again, the permit's expiry set anew.
 local mine = redis.call('ZSCORE', key, member)
-local w = weight(member, limit)
-local admitted = mine or used + w <= limit
+local w = weight(member)
+local admitted = mine or used + w <= RW_LIMIT
 local waiter, since, entryTtl, attempt
 if fair and spec ~= '-' then waiter, since, entryTtl, attempt = string.match(spec, '^(%S+) (%S+) (%S+) (%S+)$') end
 -- Free permits go to the fresh waiters in queue order: this caller only after
@@ -193,8 +184,8 @@ if fair and admitted and not mine then
     if id == waiter then break end
     local state = entryState(d, id, now)
     if state == 'fresh' then
-      ahead = ahead + weight(id, limit)
-      if used + ahead + w > limit then
+      ahead = ahead + weight(id)
+      if used + ahead + w > RW_LIMIT then
         admitted = false
         break
       end
@@ -339,9 +330,8 @@ if ARGV[5] ~= '' and redis.call('ZSCORE', q, ARGV[5]) then
   atLeast(d, ARGV[6])
 end
 if removed == 0 and left == 0 then return 0 end
-local limit = limitOf(ARGV[2])
 local hand = KEYS[5] and { key = KEYS[1], handover = KEYS[4], kindKey = KEYS[5], kind = ARGV[2], fence = KEYS[6] }
-wake(q, d, now, heldWeight(KEYS[1], now, limit), limit, ARGV[3], ARGV[5], hand)
+wake(q, d, now, heldWeight(KEYS[1], now), ARGV[3], ARGV[5], hand)
 return removed
 `,
   {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Ops } from './memory-data.js';
-import { heldWeight, limitOf, wake } from './memory-permit-scripts.js';
+import { heldWeight, wake } from './memory-permit-scripts.js';
 import { firstFresh, prefixOf, slotFreed } from './memory-slot-scripts.js';
 
 // The operators' scripts (lib/core/operator-scripts.ts) as JavaScript, step by
@@ -84,8 +84,7 @@ export const inspect: Implementation = (ops, KEYS, ARGV) => {
 function evictPermit(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], kind: string): unknown[] {
   const wanted = ARGV[0]!;
   const now = ops.clockMs();
-  const limit = limitOf(kind);
-  heldWeight(ops, KEYS[0]!, now, limit);
+  heldWeight(ops, KEYS[0]!, now);
   const members = ops.zmembers(KEYS[0]!);
   let found: string | undefined;
   for (const m of members) if (wanted === '' || fingerprint(valueOf(m)[0]) === wanted) found = m;
@@ -94,7 +93,7 @@ function evictPermit(ops: Ops, KEYS: readonly string[], ARGV: readonly string[],
   if (found === undefined) return [0, null, null, null, kind, 0];
   ops.zrem(KEYS[0]!, found);
   const [value, writer] = valueOf(found);
-  wake(ops, KEYS[2]!, KEYS[3]!, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[3]!, '');
+  wake(ops, KEYS[2]!, KEYS[3]!, now, heldWeight(ops, KEYS[0]!, now), ARGV[3]!, '');
   return [1, null, fingerprint(value), identityOf(value), kind, writer];
 }
 

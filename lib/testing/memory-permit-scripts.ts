@@ -5,23 +5,19 @@ import type { Ops } from './memory-data.js';
 
 type Implementation = (ops: Ops, keys: readonly string[], argv: readonly string[]) => unknown;
 
-export const limitOf = (kind: string): number => {
-  const n = Number(kind);
-  return kind.trim() !== '' && !Number.isNaN(n) ? n : 1e9;
-};
-
-const weight = (member: string, limit: number): number => (member.endsWith(':w') ? limit : 1);
+/** A read-write lock's limit: a writer weighs all of it, a reader 1 (see HELPERS). */
+const RW_LIMIT = 1e9;
+const weight = (member: string): number => (member.endsWith(':w') ? RW_LIMIT : 1);
 
 /** A queue key gets at least `ms` more to live, never less; found short, twice `ms` (see AT_LEAST in permit-scripts.ts). */
 export function atLeast(ops: Ops, key: string, ms: string): void {
   if (ops.pttl(key) < Number(ms)) ops.pexpire(key, String(2 * Number(ms)));
 }
 
-/** The weight of the live holders; expired ones are dropped first. A semaphore's all weigh 1. */
-export function heldWeight(ops: Ops, key: string, now: number, limit: number): number {
+/** The weight of the live holders; expired ones are dropped first. */
+export function heldWeight(ops: Ops, key: string, now: number): number {
   ops.zremBelow(key, now);
-  const members = ops.zmembers(key);
-  return limit < 1e9 ? members.length : members.reduce((used, m) => used + weight(m, limit), 0);
+  return ops.zmembers(key).reduce((used, m) => used + weight(m), 0);
 }
 
 /** The set and its kind outlive a permit of `ttl` ms: found shorter, both get twice that (see HELPERS). */
@@ -60,22 +56,12 @@ function handOver(ops: Ops, d: string, id: string, now: number, hand: Hand): str
   return `${id} ${attempt} ${token}`;
 }
 
-export function wake(
-  ops: Ops,
-  q: string,
-  d: string,
-  now: number,
-  used: number,
-  limit: number,
-  prefix: string,
-  skip: string,
-  hand?: Hand,
-): void {
+export function wake(ops: Ops, q: string, d: string, now: number, used: number, prefix: string, skip: string, hand?: Hand): void {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (entryState(ops, d, id, now) !== 'fresh') continue;
-    ahead += weight(id, limit);
-    if (used + ahead > limit) return;
+    ahead += weight(id);
+    if (used + ahead > RW_LIMIT) return;
     if (id !== skip) ops.publish(prefix + id.split('.')[0], (hand && handOver(ops, d, id, now, hand)) ?? id);
   }
 }
@@ -87,14 +73,13 @@ function fitsAfterQueue(
   waiter: string | undefined,
   now: number,
   room: number,
-  limit: number,
 ): boolean {
   let ahead = 0;
   for (const id of ops.zmembers(q)) {
     if (id === waiter) break;
     const state = entryState(ops, d, id, now);
     if (state === 'fresh') {
-      ahead += weight(id, limit);
+      ahead += weight(id);
       if (ahead > room) return false;
     } else if (state === 'stale') {
       ops.zrem(q, id);
@@ -147,18 +132,17 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
     retention !== undefined ? [KEYS[4]!, KEYS[5]!, KEYS[6]] : [KEYS[3]!, KEYS[4]!, KEYS[5]];
   const fair = spec !== '';
   const now = ops.clockMs();
-  const limit = limitOf(kind);
-  const used = heldWeight(ops, key, now, limit);
+  const used = heldWeight(ops, key, now);
   // A semaphore's marker (see slot-scripts.ts): its permits may be held.
   const slots = ops.get(mark);
   if (slots !== null) throw new Error(`WRONGKIND ${slots}`);
   const current = ops.get(kindKey);
   if (current !== null && current !== kind && used > 0) throw new Error(`WRONGKIND ${current}`);
   const mine = ops.zscore(key, member) !== undefined;
-  const w = weight(member, limit);
+  const w = weight(member);
   const parts = fair && spec !== '-' ? spec.split(' ') : undefined;
-  let admitted = mine || used + w <= limit;
-  if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, queue, parts?.[0], now, limit - used - w, limit);
+  let admitted = mine || used + w <= RW_LIMIT;
+  if (fair && admitted && !mine) admitted = fitsAfterQueue(ops, queue, parts?.[0], now, RW_LIMIT - used - w);
   // A refused waiter's hand-over: ttl, attempt, retention and floor ('0 0' with fencing off), kind, member.
   if (parts)
     joinQueue(
@@ -214,9 +198,8 @@ const permitRelease: Implementation = (ops, KEYS, ARGV) => {
     atLeast(ops, d, entryTtl);
   }
   if (removed === 0 && left === 0) return 0;
-  const limit = limitOf(ARGV[1]!);
   const hand = KEYS[4] === undefined ? undefined : { key: KEYS[0]!, handover: KEYS[3]!, kindKey: KEYS[4], kind: ARGV[1]!, fence: KEYS[5] };
-  wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now, limit), limit, ARGV[2]!, ARGV[4]!, hand);
+  wake(ops, q, d, now, heldWeight(ops, KEYS[0]!, now), ARGV[2]!, ARGV[4]!, hand);
   return removed;
 };
 

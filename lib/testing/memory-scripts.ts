@@ -392,15 +392,15 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   'slot-extend': 'c9c182f1653b87ccd11d83d2cc585740148a801f',
-  inspect: '74fe4869782f8d1d8fbb639b2ac025480323e706',
+  inspect: 'c23c50520859a3526a2830f78200cbaabc3e9e6b',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: '5e9698ea181b9378b82522c2627de68b95c93d97',
   'leave-queue': '9298791024f624ccce4ab5fe79a1b338dfde7de5',
-  'force-release': 'ee8a46d2deb55d384966dbf0bf8eba04960408e4',
-  'permit-acquire': '36ed7ce43a8e1ebe83fae2120e78a83b06463e59',
-  'permit-confirm': '1faf94b7bacb2a14a9346998aedf48edbd1e05c3',
-  'permit-extend': 'c43bc16fe27652855e8ccc6a15529191144ba53d',
-  'permit-release': '80feed0fd64b6ee83be1b5ced7d71241db83cef3',
+  'force-release': '37117242f6126c82c8abdc78148164870fa1ba3c',
+  'permit-acquire': '8a434f0047289bad6a6ff41f2cd8ebe3d23fce3c',
+  'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',
+  'permit-extend': '900ba6bbf43e254818b3ad8dc2a2c945548e988f',
+  'permit-release': '4eb24741763a4e23f57a4d8f3b8913299d62afcf',
 });
 
 /** The scripts a memory node runs, by name and current SHA. */
