@@ -23,6 +23,12 @@ export interface Replies {
  */
 const errorCode = (e: Error) => `error ${/\b(WRONGTYPE|WRONGKIND|NOSCRIPT)\b/.exec(e.message)?.[1] ?? e.message.split(' ')[0]}`;
 
+/** errorCode, with the use a WRONGKIND names ('mutex', 'rw', a semaphore's limit): the slot scripts' refusals differ only there. */
+export const errorKind = (e: Error) => {
+  const kind = /\bWRONGKIND (\S+)/.exec(e.message)?.[1];
+  return kind === undefined ? errorCode(e) : `error WRONGKIND ${kind}`;
+};
+
 export const normalize = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(normalize);
   if (typeof value === 'string' && /^\d{12,}$/.test(value)) return 'clock';
@@ -52,25 +58,47 @@ export async function runBoth(
   script: Script,
   keys: string[],
   args: (side: Side) => (string | number)[],
+  describeError: (e: Error) => string = errorCode,
 ): Promise<Replies> {
   const [fromRedis, fromMemory] = await Promise.all([
-    runScript(redis, script, keys, args('redis')).catch(errorCode),
-    runScript(memory, script, keys, args('memory')).catch(errorCode),
+    runScript(redis, script, keys, args('redis')).catch(describeError),
+    runScript(memory, script, keys, args('memory')).catch(describeError),
   ]);
   return { fromRedis, fromMemory };
 }
 
+export interface SnapshotOptions {
+  /**
+   * Each key's remaining life too, coarsely (none or gone: the PTTL's -1 or -2;
+   * 'short': 2 s or less; else in tens of seconds, rounded up): the scripts' ttls are multiples of
+   * 10 s, so a run shorter than that reads the same on both sides.
+   */
+  readonly lives?: boolean;
+  /** What a value goes through before it is compared (default `normalize`). */
+  readonly normalize?: (value: unknown) => unknown;
+}
+
 /** Every key under `prefix` with its content (sorted-set members in order, scores left out: they are clock readings). */
-export async function snapshot(client: Redis | MemoryRedisNode, prefix: string): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const key of (await client.keys(`${prefix}*`)).sort()) {
+export async function snapshot(
+  client: Redis | MemoryRedisNode,
+  prefix: string,
+  options: SnapshotOptions = {},
+): Promise<Record<string, unknown>> {
+  const { lives = false, normalize: norm = normalize } = options;
+  const read = async (key: string): Promise<unknown> => {
     const type = await client.type(key);
-    out[key] =
-      type === 'string'
-        ? normalize(await client.get(key))
-        : type === 'zset'
-          ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
-          : normalize(Object.entries(await client.hgetall(key)).sort());
-  }
-  return out;
+    return type === 'string'
+      ? norm(await client.get(key))
+      : type === 'zset'
+        ? await (client as MemoryRedisNode).zrange(key, 0, -1) // the same signature on both
+        : norm(Object.entries(await client.hgetall(key)).sort());
+  };
+  const life = async (key: string) => {
+    const pttl = await client.pttl(key);
+    return pttl < 0 ? pttl : pttl <= 2000 ? 'short' : Math.ceil(pttl / 10_000);
+  };
+  const keys = (await client.keys(`${prefix}*`)).sort();
+  // All sent at once: one round trip's wait for the whole key space, not a few per key.
+  const entries = await Promise.all(keys.map(async (key) => [key, lives ? await Promise.all([read(key), life(key)]) : await read(key)]));
+  return Object.fromEntries(entries) as Record<string, unknown>;
 }
