@@ -42,8 +42,12 @@ local function grant(lockKey, fenceKey, h, head, channel, mark)
   -- mixed up; its next attempt says so, typed) is only woken.
   if e then ttl, attempt, retention, floor, v = string.match(e, '^(%S+) (%S+) (%S+) (%S+) m (.*)$') end
   if v and redis.call('SET', lockKey, v, 'NX', 'PX', ttl) then
-    -- A semaphore's slot: its marker outlives the permit (see slot-scripts.ts).
-    if mark and redis.call('PTTL', mark) < tonumber(ttl) then redis.call('PEXPIRE', mark, 2 * tonumber(ttl)) end
+    -- A semaphore's slot: its marker outlives the permit (see slot-scripts.ts; a key
+    -- that is not the marker, a mutex's, is left as it is).
+    if mark and redis.call('PTTL', mark) < tonumber(ttl) then
+      local t = redis.call('TYPE', mark)['ok']
+      if t == 'string' and string.byte(redis.call('GET', mark), 1) == 35 then redis.call('PEXPIRE', mark, 2 * tonumber(ttl)) end
+    end
     local token = '0'
     if retention ~= '0' then
       token = floor

@@ -88,14 +88,14 @@ export class KeyLayout {
     return this.key('queue', resource);
   }
 
-  /** How a resource held by permits is used: '<limit>' (a semaphore) or 'rw' (see permit-scripts.ts). */
+  /** How a resource held by permits is used: 'rw' (see permit-scripts.ts). */
   kind(resource: string): string {
     return this.key('kind', resource);
   }
 
-  /** A semaphore's marker: its limit, while any of its permits may be held (see slot-scripts.ts). */
+  /** A semaphore's marker, '#<limit>' at the resource's own lock key, while any of its permits may be held (see slot-scripts.ts). */
   slots(resource: string): string {
-    return this.key('slots', resource);
+    return this.lock(resource);
   }
 
   /**
@@ -123,14 +123,14 @@ export class KeyLayout {
    * The SCAN pattern of the lock keys whose resource matches `pattern` (a Redis
    * glob): the prefix is escaped, so that its own `*`, `?` or `[` match only themselves.
    */
-  lockPattern(pattern: string, kind = 'lock'): string {
-    const prefix = `${this.prefix}${kind}:`.replace(/[*?[\]\\]/g, '\\$&');
+  lockPattern(pattern: string): string {
+    const prefix = `${this.prefix}lock:`.replace(/[*?[\]\\]/g, '\\$&');
     return this.cluster ? `${prefix}{*}:${pattern}` : `${prefix}${pattern}`;
   }
 
-  /** The resource a lock key (or, with `kind` 'slots', a semaphore's marker) found by SCAN is for; `undefined` for a key of another layout. */
-  resourceOfLockKey(key: string, kind = 'lock'): string | undefined {
-    const head = `${this.prefix}${kind}:`;
+  /** The resource a lock key found by SCAN is for; `undefined` for a key of another layout. */
+  resourceOfLockKey(key: string): string | undefined {
+    const head = `${this.prefix}lock:`;
     if (!key.startsWith(head)) return undefined;
     if (!this.cluster) return key.slice(head.length);
     // The tag holds no brace: the resource starts after the first '}:'.

@@ -2,7 +2,6 @@ import { InvalidArgumentError } from './errors/invalid-argument.error.js';
 import { QuorumUnreachableError } from './errors/quorum-unreachable.error.js';
 import { inspectNodes, type ResourceInspection } from './inspection.js';
 import type { KeyLayout } from './keys.js';
-import type { LockNode } from './node.js';
 import { broadcast, type NodeSet } from './round.js';
 import { scanNode, type ScanResult } from './scan.js';
 
@@ -58,24 +57,12 @@ export function checkPattern(pattern: unknown): string {
  * be scanned: a lock held on a quorum might then go unseen.
  */
 export async function listLocks(set: NodeSet, layout: KeyLayout, pattern: string, limit: number, timeout: number): Promise<LockListing> {
-  // Mutexes and read-write locks by their lock keys; semaphores by their markers (their slots' keys are lock#<slot>).
+  // Every kind by its lock key: a semaphore's holds its marker (its slots' keys are lock#<slot>).
   const bounds = { match: layout.lockPattern(pattern), limit, calls: SCAN_CALLS };
-  const markers = { match: layout.lockPattern(pattern, 'slots'), limit, calls: SCAN_CALLS };
-  const both = async (node: LockNode): Promise<ScanResult> => {
-    // One after the other: two SCANs in flight on one KeyDB 6.3 connection stalled its listing for seconds.
-    const locks = await scanNode(node, bounds);
-    const slots = await scanNode(node, markers);
-    const keys = [...locks.keys];
-    for (const key of slots.keys) {
-      const name = layout.resourceOfLockKey(key, 'slots');
-      if (name !== undefined) keys.push(layout.lock(name));
-    }
-    return { keys, complete: locks.complete && slots.complete };
-  };
   const scans: ScanResult[] = [];
   const round = await broadcast({
     nodes: set.nodes,
-    send: (node, done) => void both(node).then((result) => done(undefined, result), done),
+    send: (node, done) => void scanNode(node, bounds).then((result) => done(undefined, result), done),
     classify: (result: unknown) => (scans.push(result as ScanResult), { outcome: 'ok' }),
     quorum: set.quorum,
     timeout: SCAN_TIMEOUT,

@@ -27,23 +27,21 @@ end
 `;
 
 /**
- * Lua: a semaphore's slots (see slot-scripts.ts), found from its resource's
- * lock key and the key prefix's length: its marker's value (the limit) and, per slot
- * held, {slot, value}; nil when the resource is not used as a semaphore here.
+ * Lua: a semaphore's slots (see slot-scripts.ts), found from its resource's lock key
+ * (where its marker, '#<limit>', is), the key prefix's length and the limit: per slot
+ * held, {slot, value}.
  */
 const SLOTS = `
 local function slotKey(lockKey, p, kind, slot)
   return string.sub(lockKey, 1, p) .. kind .. '#' .. slot .. ':' .. string.sub(lockKey, p + 6)
 end
-local function heldSlots(lockKey, p)
-  local limit = redis.call('GET', string.sub(lockKey, 1, p) .. 'slots:' .. string.sub(lockKey, p + 6))
-  if not limit then return nil end
+local function heldSlots(lockKey, p, limit)
   local held = {}
   for i = 0, tonumber(limit) - 1 do
     local v = redis.call('GET', slotKey(lockKey, p, 'lock', i))
     if v then table.insert(held, {i, v}) end
   end
-  return limit, held
+  return held
 end
 `;
 
@@ -89,8 +87,10 @@ if KEYS[5] then
 end
 local kind, holders = false, {}
 local t = redis.call('TYPE', KEYS[1])['ok']
+local value = t == 'string' and redis.call('GET', KEYS[1])
+-- A semaphore's marker at the lock key ('#<limit>', see slot-scripts.ts).
+if value and string.byte(value, 1) == 35 then t = 'slots' end
 if t == 'string' then
-  local value = redis.call('GET', KEYS[1])
   kind = 'mutex'
   holders = {fingerprint(value), identityOf(value), redis.call('PTTL', KEYS[1]), 0}
 elseif t == 'zset' then
@@ -103,12 +103,12 @@ elseif t == 'zset' then
       table.insert(holders, x)
     end
   end
-elseif ARGV[1] then
+elseif t == 'slots' then
   -- A semaphore's: each slot held is a holder; each slot's queue holds waiters.
-  local p = tonumber(ARGV[1])
-  local limit, held = heldSlots(KEYS[1], p)
-  if limit then
-    kind = limit
+  kind = string.sub(value, 2)
+  if ARGV[1] then
+    local limit, p = kind, tonumber(ARGV[1])
+    local held = heldSlots(KEYS[1], p, limit)
     for _, slot in ipairs(held) do
       local key = slotKey(KEYS[1], p, 'lock', slot[1])
       for _, x in ipairs({fingerprint(slot[2]), identityOf(slot[2]), redis.call('PTTL', key), 0}) do
@@ -193,8 +193,10 @@ export const FORCE_RELEASE = defineScript(
 local wanted = ARGV[1]
 local released, holder, identity, kind, writer = 0, false, false, false, 0
 local t = redis.call('TYPE', KEYS[1])['ok']
+local value = t == 'string' and redis.call('GET', KEYS[1])
+-- A semaphore's marker at the lock key ('#<limit>', see slot-scripts.ts).
+if value and string.byte(value, 1) == 35 then t = 'slots' end
 if t == 'string' then
-  local value = redis.call('GET', KEYS[1])
   kind = 'mutex'
   if wanted ~= '' and fingerprint(value) ~= wanted then return {-1, false, false, false, kind, 0} end
   redis.call('DEL', KEYS[1])
@@ -218,12 +220,12 @@ elseif t == 'zset' then
     released, holder, identity, writer = 1, fingerprint(value), identityOf(value), w
     wake(KEYS[3], KEYS[4], now, heldWeight(KEYS[1], now), ARGV[4], '')
   end
-elseif ARGV[5] then
+elseif t == 'slots' then
   -- A semaphore's: a slot's holder, named, or the only one; its slot's first waiter is woken.
-  local p = tonumber(ARGV[5])
-  local limit, held = heldSlots(KEYS[1], p)
-  if limit then
-    kind = limit
+  kind = string.sub(value, 2)
+  if ARGV[5] then
+    local p = tonumber(ARGV[5])
+    local held = heldSlots(KEYS[1], p, kind)
     if wanted == '' and #held > 1 then return {-2, false, false, false, kind, 0} end
     local found
     for _, slot in ipairs(held) do

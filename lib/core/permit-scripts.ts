@@ -156,17 +156,22 @@ export interface PermitAcquireArgs {
 export const PERMIT_ACQUIRE = defineScript(
   'permit-acquire',
   `${HELPERS}${AT_LEAST}${ENTRY_STATE}
-local key, kindKey, mark = KEYS[1], KEYS[2], KEYS[3]
+local key, kindKey = KEYS[1], KEYS[2]
 local member, ttl, kind, spec, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local q, d, h = KEYS[4], KEYS[5], KEYS[6]
-if retention then q, d, h = KEYS[5], KEYS[6], KEYS[7] end
+local q, d, h = KEYS[3], KEYS[4], KEYS[5]
+if retention then q, d, h = KEYS[4], KEYS[5], KEYS[6] end
 local fair = spec ~= ''
 local now = clock()
--- On a mutex's string key this raises WRONGTYPE: the client reports the mix.
+-- A string at the key, where the holders' set would be, refuses: a semaphore's
+-- marker ('#<limit>', see slot-scripts.ts) says so, typed; a mutex's value raises
+-- WRONGTYPE, which the client reports as the mix it is.
+local dropped = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
+if type(dropped) == 'table' and dropped.err then
+  local v = redis.call('GET', key)
+  if v and string.byte(v, 1) == 35 then return redis.error_reply('WRONGKIND ' .. string.sub(v, 2)) end
+  return dropped
+end
 local used = heldWeight(key, now)
--- A semaphore's marker (see slot-scripts.ts): its permits may be held.
-local slots = redis.call('GET', mark)
-if slots then return redis.error_reply('WRONGKIND ' .. slots) end
 local current = redis.call('GET', kindKey)
 if current and current ~= kind and used > 0 then return redis.error_reply('WRONGKIND ' .. current) end
 -- Held already by this value (a resent command, or an attempt whose undo was
@@ -218,7 +223,7 @@ if not admitted then return {0, -1} end
 redis.call('ZADD', key, now + ttl, member)
 keepFor(key, kindKey, kind, ttl)
 if not retention then return {1, 0} end
-local fence = KEYS[4]
+local fence = KEYS[3]
 if mine then return {1, tonumber(redis.call('GET', fence) or '0')} end
 -- Fencing as ACQUIRE: above the counter and at least the client's clock in µs.
 local token = tonumber(ARGV[6])

@@ -76,14 +76,7 @@ export function permitCalls(
   const fence = layout.fence(resource);
   const queues = options.fair ? [layout.queue(resource), layout.queueDeadlines(resource)] : [];
   const handovers = layout.handovers(resource);
-  const acquireKeys = [
-    holders,
-    kindKey,
-    layout.slots(resource),
-    ...(options.fencing ? [fence] : []),
-    ...queues,
-    ...(options.fair ? [handovers] : []),
-  ];
+  const acquireKeys = [holders, kindKey, ...(options.fencing ? [fence] : []), ...queues, ...(options.fair ? [handovers] : [])];
   // A release hands permits over (see WAKE): it sets the kind key's expiry and raises the counter.
   const releaseKeys = options.fair ? [holders, ...queues, handovers, kindKey, ...(options.fencing ? [fence] : [])] : [holders];
   return {

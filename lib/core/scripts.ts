@@ -45,22 +45,18 @@ if retention then q0 = 2 * n end
 -- K: the lock keys, then (fencing on) the n fence counters, then (fair waiting
 -- on) each resource's queue and queue deadlines, then each one's hand-overs.
 local K = KEYS
--- Each resource's semaphore marker (see slot-scripts.ts): a mutex is refused while one is there.
-local marks
 -- A slot's: its lock key's tag ('#<slot>'), and the resource's part of its keys.
 local tag, base, rest
 if ARGV[4] then
   local p = tonumber(ARGV[4])
   base = string.sub(KEYS[1], 1, p)
   K = {}
-  marks = {}
   for i = 1, n do
     -- What follows the kind ('lock', or a slot's 'lock#<slot>') and its ':'. A slot's
     -- queue keys are its own; the fence counter is the resource's, one for every slot.
     local c = string.find(KEYS[i], ':', p + 5, true)
     tag, rest = string.sub(KEYS[i], p + 5, c - 1), string.sub(KEYS[i], c + 1)
     K[i] = KEYS[i]
-    marks[i] = base .. 'slots:' .. rest
     if retention then K[n + i] = base .. 'fence:' .. rest end
     if fair then
       K[q0 + 2 * i - 1] = base .. 'queue' .. tag .. ':' .. rest
@@ -70,7 +66,7 @@ if ARGV[4] then
   end
 end
 if limit then
-  local other = otherKind(base, rest, marks[1], limit)
+  local other = otherKind(base, rest, limit)
   if other then return redis.error_reply('WRONGKIND ' .. other) end
 end
 -- The waiter's id, first-attempt time, entry ttl and attempt number, read from
@@ -81,17 +77,20 @@ local waiter, since, entryTtl, attempt
 -- with its connection): answer the same without raising counters, and set them
 -- again below, so that they expire a ttl after this attempt began, not before.
 local mine = 0
-local blocker
+local blocker, blockedBy
 -- One resource (the usual case): SET NX first, one call when the key is free;
 -- undone below if the resource turns out to be reserved.
 local taken = false
 if n == 1 then
   if redis.call('SET', K[1], value, 'NX', 'PX', ARGV[2]) then
     taken = true
-  elseif redis.call('GET', K[1]) == value then
-    mine = 1
   else
-    blocker = 1
+    local v = redis.call('GET', K[1])
+    if v == value then
+      mine = 1
+    else
+      blocker, blockedBy = 1, v
+    end
   end
 else
   for i = 1, n do
@@ -99,10 +98,15 @@ else
     if v == value then
       mine = mine + 1
     elseif v then
-      blocker = i
+      blocker, blockedBy = i, v
       break
     end
   end
+end
+-- A semaphore's marker at a mutex's key (see slot-scripts.ts): the resource is in use
+-- as a semaphore, typed. Read only where the key refused: a free key costs nothing more.
+if blockedBy and not limit and string.byte(blockedBy, 1) == 35 then
+  return redis.error_reply('WRONGKIND ' .. string.sub(blockedBy, 2))
 end
 -- The server's clock in ms, read only on the paths that need it.
 local now
@@ -172,18 +176,7 @@ if blocker or reserved then
   if blocker then return {0, -1} end
   return {0, -3}
 end
--- A resource in use as a semaphore refuses a mutex, typed (a slot's marker says
--- so as long as any permit may be held; see slot-scripts.ts).
-if marks and not limit and mine < n then
-  for i = 1, n do
-    local m = redis.call('GET', marks[i])
-    if m then
-      if taken then redis.call('DEL', K[1]) end
-      return redis.error_reply('WRONGKIND ' .. m)
-    end
-  end
-end
-if limit then keepMark(marks[1], limit, ARGV[2]) end
+if limit then keepMark(base .. 'lock:' .. rest, limit, ARGV[2]) end
 if not taken then
   for i = 1, n do
     redis.call('SET', K[i], value, 'PX', ARGV[2])
@@ -365,7 +358,7 @@ for i = 1, #KEYS do
     deleted = deleted + 1
     local head = firstFresh(q, d, h, ARGV[4])
     if head and head ~= ARGV[4] then
-      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'slots:' .. rest)
+      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest)
     elseif not head and tag ~= '' then
       slotFreed(base, rest, tag, firstFresh)
     end
@@ -418,7 +411,7 @@ for i = 1, #KEYS, 2 do
   end
   if first == ARGV[1] or freed then
     local head = firstFresh(q, d, h)
-    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'slots:' .. rest) end
+    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest) end
   end
 end
 return 1

@@ -11,18 +11,24 @@ import { defineScript, integer } from './script.js';
 // holder (SET NX), so at most n permits hold at once (see the README's "Semaphores
 // and read-write locks").
 //
-// Beside the slots, the semaphore's marker `<prefix>slots:<resource>` holds its
-// limit while any permit may be held: every grant and extension keeps it `2 * ttl`
-// once it is found shorter than `ttl`, and the release of the last permit deletes
-// it. While it is there, a mutex, a read-write lock or a semaphore of another limit
-// is refused, typed (their scripts read it).
+// Beside the slots, the semaphore's marker holds '#<limit>' at the resource's own
+// lock key, `<prefix>lock:<resource>`, while any permit may be held: every grant and
+// extension keeps it `2 * ttl` once it is found shorter than `ttl`, and the release
+// of the last permit deletes it. While it is there, a mutex's SET NX finds the key
+// taken (its script then reads the '#' and says so, typed; the plain protocol's bare
+// SET NX is refused as busy), a read-write lock's permit finds a string where its
+// set would be, and a semaphore of another limit reads another limit: all refused,
+// and a free mutex pays nothing for the check. No lock value starts with '#' (they
+// are base64url, see acquire-plan.ts). The marker is written only over itself or
+// nothing, never over a mutex's key (a marker that ran out while a permit outlived it).
 
 /**
  * Lua, pasted into ACQUIRE and RELEASE:
+ * - `isMark(key)`: the marker's limit, if \`key\` holds a marker.
  * - `keepMark(mark, limit, ttl)`: the marker outlives a permit of `ttl` ms.
- * - `otherKind(base, rest, mark, limit)`: how the resource is used if not as this
- *   semaphore: another limit (the marker), 'mutex' (a string at its lock key), or a
- *   read-write lock (its holders' set there: its kind key, 'rw'); nil when free for it.
+ * - `otherKind(base, rest, limit)`: how the resource is used if not as this
+ *   semaphore: another limit (the marker), 'mutex' (another string at its lock key), or
+ *   a read-write lock (its holders' set there: its kind key, 'rw'); nil when free for it.
  * - `freeSlots(base, rest, tag, limit)`: the other slots this node has free with nobody
  *   queued for them (a few looked at, from the next on, the same on every node), for a
  *   caller refused the slot `tag` ('#<slot>') to take one that a majority has free
@@ -34,13 +40,25 @@ import { defineScript, integer } from './script.js';
  *   resource may be used as another kind at once.
  */
 export const SLOT_LUA = `
-local function keepMark(mark, limit, ttl)
-  if redis.call('PTTL', mark) < tonumber(ttl) then redis.call('SET', mark, limit, 'PX', 2 * tonumber(ttl)) end
+local function isMark(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'string' then return nil, t end
+  local v = redis.call('GET', key)
+  if string.byte(v, 1) == 35 then return string.sub(v, 2), t end
+  return nil, t
 end
-local function otherKind(base, rest, mark, limit)
-  local m = redis.call('GET', mark)
-  if m and m ~= limit then return m end
-  local t = redis.call('TYPE', base .. 'lock:' .. rest)['ok']
+local function keepMark(mark, limit, ttl)
+  if redis.call('PTTL', mark) < tonumber(ttl) then
+    local m, t = isMark(mark)
+    if m or t == 'none' then redis.call('SET', mark, '#' .. limit, 'PX', 2 * tonumber(ttl)) end
+  end
+end
+local function otherKind(base, rest, limit)
+  local m, t = isMark(base .. 'lock:' .. rest)
+  if m then
+    if m ~= limit then return m end
+    return nil
+  end
   if t == 'string' then return 'mutex' end
   if t ~= 'none' then return redis.call('GET', base .. 'kind:' .. rest) or 'rw' end
   return nil
@@ -57,8 +75,9 @@ local function freeSlots(base, rest, tag, limit)
   return free
 end
 local function slotFreed(base, rest, tag, firstFresh)
-  local mark = base .. 'slots:' .. rest
-  local l = tonumber(redis.call('GET', mark) or '1')
+  local mark = base .. 'lock:' .. rest
+  local m = isMark(mark)
+  local l = tonumber(m or '1')
   local s = string.sub(tag, 2)
   for j = 1, math.min(l - 1, 8) do
     local k = '#' .. ((tonumber(s) + j) % l) .. ':' .. rest
@@ -71,7 +90,7 @@ local function slotFreed(base, rest, tag, firstFresh)
   for i = 0, l - 1 do
     if redis.call('EXISTS', base .. 'lock#' .. i .. ':' .. rest) == 1 then return end
   end
-  redis.call('DEL', mark)
+  if m then redis.call('DEL', mark) end
 end
 `;
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Ops } from './memory-data.js';
 import { heldWeight, wake } from './memory-permit-scripts.js';
-import { firstFresh, prefixOf, slotFreed } from './memory-slot-scripts.js';
+import { firstFresh, isMark, prefixOf, slotFreed } from './memory-slot-scripts.js';
 
 // The operators' scripts (lib/core/operator-scripts.ts) as JavaScript, step by
 // step, for MemoryRedisNode: KEYS[i] of the Lua is keys[i - 1] here.
@@ -27,47 +27,44 @@ function slotKey(lockKey: string, p: number, kind: string, slot: number): string
   return `${prefix}${kind}#${slot}:${lockKey.slice(prefix.length + 'lock:'.length)}`;
 }
 
-/** SLOTS's heldSlots: the semaphore's limit (its marker) and its slots held here, [slot, value]; undefined without a marker. */
-function heldSlots(ops: Ops, lockKey: string, p: number): { limit: string; held: [slot: number, value: string][] } | undefined {
-  const prefix = prefixOf(lockKey, p);
-  const limit = ops.get(`${prefix}slots:${lockKey.slice(prefix.length + 'lock:'.length)}`);
-  if (limit === null) return undefined;
+/** SLOTS's heldSlots: the semaphore's slots held here, [slot, value]. */
+function heldSlots(ops: Ops, lockKey: string, p: number, limit: string): [slot: number, value: string][] {
   const held: [number, string][] = [];
   for (let i = 0; i <= Number(limit) - 1; i++) {
     const v = ops.get(slotKey(lockKey, p, 'lock', i));
     if (v !== null) held.push([i, v]);
   }
-  return { limit, held };
+  return held;
 }
 
-/** INSPECT of a semaphore's slots: kind (the limit), holders and the slots' waiters; undefined when none is used here. */
-function inspectSlots(ops: Ops, lockKey: string, p: number, waiters: number): [string, number, unknown[]] | undefined {
-  const slots = heldSlots(ops, lockKey, p);
-  if (!slots) return undefined;
-  const holders = slots.held.flatMap(([slot, value]) => [
+/** INSPECT of a semaphore's slots (its marker's `limit`): holders and the slots' waiters. */
+function inspectSlots(ops: Ops, lockKey: string, p: number, limit: string, waiters: number): [number, unknown[]] {
+  const holders = heldSlots(ops, lockKey, p, limit).flatMap(([slot, value]) => [
     fingerprint(value),
     identityOf(value),
     ops.pttl(slotKey(lockKey, p, 'lock', slot)),
     0,
   ]);
-  for (let i = 0; i <= Number(slots.limit) - 1; i++) waiters += ops.zcard(slotKey(lockKey, p, 'queue', i));
-  return [slots.limit, waiters, holders];
+  for (let i = 0; i <= Number(limit) - 1; i++) waiters += ops.zcard(slotKey(lockKey, p, 'queue', i));
+  return [waiters, holders];
 }
 
 export const inspect: Implementation = (ops, KEYS, ARGV) => {
   const [counter, queued] = [ops.get(KEYS[1]!), ops.zcard(KEYS[2]!)];
   const marks = KEYS[4] === undefined ? 0 : Object.values(ops.hgetall(KEYS[4])).filter((v) => Number(v) < 0).length;
   const waiters = queued - marks;
-  const type = ops.type(KEYS[0]!);
+  const { limit, type } = isMark(ops, KEYS[0]!);
+  if (limit !== undefined) {
+    // A semaphore's marker: its slots, found with the prefix length when it is sent.
+    if (ARGV[0] === undefined) return [limit, counter, waiters, []];
+    const [slotWaiters, holders] = inspectSlots(ops, KEYS[0]!, Number(ARGV[0]), limit, waiters);
+    return [limit, counter, slotWaiters, holders];
+  }
   if (type === 'string') {
     const value = ops.get(KEYS[0]!)!;
     return ['mutex', counter, waiters, [fingerprint(value), identityOf(value), ops.pttl(KEYS[0]!), 0]];
   }
-  if (type !== 'zset') {
-    // Neither a mutex's key nor permits' set: a semaphore's slots, found with the prefix length when it is sent.
-    const slots = ARGV[0] === undefined ? undefined : inspectSlots(ops, KEYS[0]!, Number(ARGV[0]), waiters);
-    return slots ? [slots[0], counter, slots[1], slots[2]] : [null, counter, waiters, []];
-  }
+  if (type !== 'zset') return [null, counter, waiters, []];
   const now = ops.clockMs();
   const holders: unknown[] = [];
   // ZRANGEBYSCORE now +inf: the permits that have not run out, in ZRANGE order.
@@ -98,11 +95,10 @@ function evictPermit(ops: Ops, KEYS: readonly string[], ARGV: readonly string[],
 }
 
 /** The slots branch of FORCE_RELEASE: the reply's head, as evictPermit's; waiters woken as by a release of the slot. */
-function evictSlot(ops: Ops, KEYS: readonly string[], ARGV: readonly string[]): unknown[] {
+function evictSlot(ops: Ops, KEYS: readonly string[], ARGV: readonly string[], kind: string): unknown[] {
+  if (ARGV[4] === undefined) return [0, null, null, null, kind, 0];
   const p = Number(ARGV[4]);
-  const slots = heldSlots(ops, KEYS[0]!, p);
-  if (!slots) return [0, null, null, null, null, 0];
-  const { limit: kind, held } = slots;
+  const held = heldSlots(ops, KEYS[0]!, p, kind);
   const wanted = ARGV[0]!;
   if (wanted === '' && held.length > 1) return [-2, null, null, null, kind, 0];
   let found: [number, string] | undefined;
@@ -120,9 +116,12 @@ function evictSlot(ops: Ops, KEYS: readonly string[], ARGV: readonly string[]): 
 }
 
 export const forceRelease: Implementation = (ops, KEYS, ARGV) => {
-  const type = ops.type(KEYS[0]!);
+  const { limit, type } = isMark(ops, KEYS[0]!);
   let reply: unknown[] = [0, null, null, null, null, 0];
-  if (type === 'string') {
+  if (limit !== undefined) {
+    reply = evictSlot(ops, KEYS, ARGV, limit);
+    if (reply[0] === -1 || reply[0] === -2) return reply;
+  } else if (type === 'string') {
     const value = ops.get(KEYS[0]!)!;
     if (ARGV[0] !== '' && fingerprint(value) !== ARGV[0]) return [-1, null, null, null, 'mutex', 0];
     ops.del(KEYS[0]!);
@@ -131,9 +130,6 @@ export const forceRelease: Implementation = (ops, KEYS, ARGV) => {
     reply = [1, null, fingerprint(value), identityOf(value), 'mutex', 0];
   } else if (type === 'zset') {
     reply = evictPermit(ops, KEYS, ARGV, ops.get(KEYS[4]!) ?? '');
-    if (reply[0] === -1 || reply[0] === -2) return reply;
-  } else if (ARGV[4] !== undefined) {
-    reply = evictSlot(ops, KEYS, ARGV);
     if (reply[0] === -1 || reply[0] === -2) return reply;
   }
   if (ARGV[1] === '') return reply;

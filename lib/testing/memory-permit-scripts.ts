@@ -126,16 +126,21 @@ function fenceToken(ops: Ops, fence: string, retention: string, floorText: strin
 }
 
 const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
-  const [key, kindKey, mark] = KEYS as [string, string, string];
+  const [key, kindKey] = KEYS as [string, string];
   const [member, ttl, kind, spec, retention, floor] = ARGV as [string, string, string, string, string?, string?];
   const queue: [string, string, string | undefined] =
-    retention !== undefined ? [KEYS[4]!, KEYS[5]!, KEYS[6]] : [KEYS[3]!, KEYS[4]!, KEYS[5]];
+    retention !== undefined ? [KEYS[3]!, KEYS[4]!, KEYS[5]] : [KEYS[2]!, KEYS[3]!, KEYS[4]];
   const fair = spec !== '';
   const now = ops.clockMs();
+  // A string where the holders' set would be: a semaphore's marker says so, typed; a mutex's raises WRONGTYPE.
+  try {
+    ops.zremBelow(key, now);
+  } catch (error) {
+    const v = ops.get(key);
+    if (v?.startsWith('#')) throw new Error(`WRONGKIND ${v.slice(1)}`, { cause: error });
+    throw error;
+  }
   const used = heldWeight(ops, key, now);
-  // A semaphore's marker (see slot-scripts.ts): its permits may be held.
-  const slots = ops.get(mark);
-  if (slots !== null) throw new Error(`WRONGKIND ${slots}`);
   const current = ops.get(kindKey);
   if (current !== null && current !== kind && used > 0) throw new Error(`WRONGKIND ${current}`);
   const mine = ops.zscore(key, member) !== undefined;
@@ -157,7 +162,7 @@ const permitAcquire: Implementation = (ops, KEYS, ARGV) => {
   ops.zadd(key, now + Number(ttl), member);
   keepFor(ops, key, kindKey, kind, Number(ttl));
   if (retention === undefined) return [1, 0];
-  return [1, fenceToken(ops, KEYS[3]!, retention, floor!, mine)];
+  return [1, fenceToken(ops, KEYS[2]!, retention, floor!, mine)];
 };
 
 // On a string key, Ops' sorted-set commands throw WRONGTYPE, as Redis's do.

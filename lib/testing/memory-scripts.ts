@@ -19,7 +19,7 @@ import {
 import type { Ops } from './memory-data.js';
 import { atLeast, PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 import { forceRelease, inspect } from './memory-operator-scripts.js';
-import { firstFresh, freeSlots, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
+import { firstFresh, freeSlots, isMark, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -76,8 +76,6 @@ interface AcquireCall {
   readonly keys: readonly string[];
   /** Where the queue keys start (0-based). */
   readonly q0: number;
-  /** Each resource's semaphore marker, when the keys were built (the prefix length sent). */
-  readonly marks?: readonly string[];
   /** The prefix, and the last lock key's tag and rest: what the Lua's `base`, `tag`, `rest` hold after its loop. */
   readonly base?: string;
   readonly tag?: string;
@@ -102,12 +100,10 @@ function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireC
   const p = Number(prefixLength);
   const base = prefixOf(KEYS[0]!, p);
   const keys = [...KEYS];
-  const marks: string[] = [];
   let tag = '';
   let rest = '';
   for (let i = 1; i <= n; i++) {
     ({ tag, rest } = splitKey(KEYS[i - 1]!, p, 'lock'.length));
-    marks.push(`${base}slots:${rest}`);
     if (retention !== undefined) keys[n + i - 1] = `${base}fence:${rest}`;
     if (fair) {
       keys[q0 + 2 * i - 2] = `${base}queue${tag}:${rest}`;
@@ -115,7 +111,7 @@ function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireC
       keys[q0 + 2 * n + i - 1] = `${base}handover${tag}:${rest}`;
     }
   }
-  return { ...call, keys, marks, base, tag, rest };
+  return { ...call, keys, base, tag, rest };
 }
 
 /** Resource `i`'s queue, its deadlines and its hand-overs (Lua's 1-based i). */
@@ -129,12 +125,12 @@ function queueKeys(call: AcquireCall, i: number): [queue: string, deadlines: str
  * A run that finds all keys with this value took them already (a resent
  * command, or an earlier attempt whose undo was lost): they are set again.
  */
-function scanLocks(ops: Ops, call: AcquireCall): { mine: number; blocker?: number } {
+function scanLocks(ops: Ops, call: AcquireCall): { mine: number; blocker?: number; blockedBy?: string } {
   let mine = 0;
   for (let i = 0; i < call.n; i++) {
     const v = ops.get(call.keys[i]!);
     if (v === call.value) mine++;
-    else if (v !== null) return { mine, blocker: i };
+    else if (v !== null) return { mine, blocker: i, blockedBy: v };
   }
   return { mine };
 }
@@ -215,10 +211,12 @@ const acquire: Implementation = (ops, KEYS, ARGV) => {
   const call = acquireCall(KEYS, ARGV);
   const { limit, base, rest } = call;
   if (limit !== undefined) {
-    const other = otherKind(ops, base!, rest!, call.marks![0]!, limit);
+    const other = otherKind(ops, base!, rest!, limit);
     if (other !== undefined) throw new Error(`WRONGKIND ${other}`);
   }
-  const { mine, blocker } = scanLocks(ops, call);
+  const { mine, blocker, blockedBy } = scanLocks(ops, call);
+  // A semaphore's marker at a mutex's key: in use as a semaphore, typed.
+  if (blockedBy?.startsWith('#') && limit === undefined) throw new Error(`WRONGKIND ${blockedBy.slice(1)}`);
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, call);
   if (blocker !== undefined || reserved) {
     if (call.fair && call.waiter !== undefined) joinQueues(ops, call);
@@ -227,14 +225,7 @@ const acquire: Implementation = (ops, KEYS, ARGV) => {
     if (free.length > 0) return [0, -1, free];
     return blocker !== undefined ? [0, -1] : [0, -3];
   }
-  // A resource in use as a semaphore refuses a mutex (the Lua deletes the key its SET NX took; none was set here).
-  if (call.marks && limit === undefined && mine < call.n) {
-    for (const mark of call.marks) {
-      const m = ops.get(mark);
-      if (m !== null) throw new Error(`WRONGKIND ${m}`);
-    }
-  }
-  if (limit !== undefined) keepMark(ops, call.marks![0]!, limit, call.ttl);
+  if (limit !== undefined) keepMark(ops, `${base!}lock:${rest!}`, limit, call.ttl);
   for (let i = 0; i < call.n; i++) ops.set(call.keys[i]!, call.value, call.ttl);
   return call.retention !== undefined ? [1, fenceToken(ops, call, mine)] : [1, 0];
 };
@@ -300,7 +291,7 @@ const release: Implementation = (ops, KEYS, ARGV) => {
     deleted++;
     const head = firstFresh(ops, q, d, h, undoneBy);
     if (head !== undefined && head !== undoneBy) {
-      grant(ops, key, `${base}fence:${rest}`, h, head, wakeChannel(`${base}wake:`, head), tag !== '' ? `${base}slots:${rest}` : undefined);
+      grant(ops, key, `${base}fence:${rest}`, h, head, wakeChannel(`${base}wake:`, head), tag !== '' ? `${base}lock:${rest}` : undefined);
     } else if (head === undefined && tag !== '') {
       slotFreed(ops, base, rest, tag, (...queue) => firstFresh(ops, ...queue));
     }
@@ -321,7 +312,9 @@ function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, h
     return;
   }
   ops.set(lockKey, entry.value, entry.ttl);
-  if (mark !== undefined && ops.pttl(mark) < Number(entry.ttl)) ops.pexpire(mark, String(2 * Number(entry.ttl)));
+  // The marker only (a mutex's key there is left as it is).
+  if (mark !== undefined && ops.pttl(mark) < Number(entry.ttl) && isMark(ops, mark).limit !== undefined)
+    ops.pexpire(mark, String(2 * Number(entry.ttl)));
   let token = '0';
   if (entry.retention !== '0') {
     const c = luaNumber(ops.get(fenceKey));
@@ -349,7 +342,7 @@ const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
     if (first === ARGV[0] || freed) {
       const head = firstFresh(ops, q, d, h);
       if (head !== undefined) {
-        grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head), tag !== '' ? `${base}slots:${rest}` : undefined);
+        grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head), tag !== '' ? `${base}lock:${rest}` : undefined);
       }
     }
   }
@@ -388,16 +381,16 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '9b451ee0a0132adc4adefc22b331fa212432e989',
+  acquire: '48d2414f30ce86f792769401d11889f293b13d58',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  'slot-extend': 'c9c182f1653b87ccd11d83d2cc585740148a801f',
-  inspect: 'c23c50520859a3526a2830f78200cbaabc3e9e6b',
+  'slot-extend': '7f9c5f0d840a9b53835f66667273924ae9a43d8d',
+  inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '5e9698ea181b9378b82522c2627de68b95c93d97',
-  'leave-queue': '9298791024f624ccce4ab5fe79a1b338dfde7de5',
-  'force-release': '37117242f6126c82c8abdc78148164870fa1ba3c',
-  'permit-acquire': '8a434f0047289bad6a6ff41f2cd8ebe3d23fce3c',
+  release: '1ebc99eea39287e31a5f0cec69893b02079e8dd4',
+  'leave-queue': 'ad7b46698f9ea4e57b0c693780a49dcdf4607cc8',
+  'force-release': 'd24256a969494c3cd2941b4e80f87cd586c54f8a',
+  'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
   'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',
   'permit-extend': '900ba6bbf43e254818b3ad8dc2a2c945548e988f',
   'permit-release': '4eb24741763a4e23f57a4d8f3b8913299d62afcf',

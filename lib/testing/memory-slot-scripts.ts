@@ -24,18 +24,27 @@ export function firstFresh(ops: Ops, q: string, d: string, h: string, keep?: str
   }
 }
 
-/** keepMark: the marker, found living less than `ttl` ms, is set to the limit for twice that. */
+/** isMark: the marker's limit, if `key` holds a semaphore's marker ('#<limit>'), and the key's type. */
+export function isMark(ops: Ops, key: string): { limit?: string; type: string } {
+  const type = ops.type(key);
+  if (type !== 'string') return { type };
+  const v = ops.get(key)!;
+  return v.startsWith('#') ? { limit: v.slice(1), type } : { type };
+}
+
+/** keepMark: the marker, found living less than `ttl` ms, is set to '#<limit>' for twice that, over itself or nothing only. */
 export function keepMark(ops: Ops, mark: string, limit: string, ttl: string): void {
-  if (ops.pttl(mark) < Number(ttl)) ops.set(mark, limit, String(2 * Number(ttl)));
+  if (ops.pttl(mark) >= Number(ttl)) return;
+  const found = isMark(ops, mark);
+  if (found.limit !== undefined || found.type === 'none') ops.set(mark, `#${limit}`, String(2 * Number(ttl)));
 }
 
 /** otherKind: how the resource is used if not as this semaphore (another limit, 'mutex', a read-write lock's kind); undefined when free for it. */
-export function otherKind(ops: Ops, base: string, rest: string, mark: string, limit: string): string | undefined {
-  const m = ops.get(mark);
-  if (m !== null && m !== limit) return m;
-  const type = ops.type(`${base}lock:${rest}`);
-  if (type === 'string') return 'mutex';
-  if (type !== 'none') return ops.get(`${base}kind:${rest}`) ?? 'rw';
+export function otherKind(ops: Ops, base: string, rest: string, limit: string): string | undefined {
+  const found = isMark(ops, `${base}lock:${rest}`);
+  if (found.limit !== undefined) return found.limit !== limit ? found.limit : undefined;
+  if (found.type === 'string') return 'mutex';
+  if (found.type !== 'none') return ops.get(`${base}kind:${rest}`) ?? 'rw';
   return undefined;
 }
 
@@ -63,8 +72,9 @@ export function slotFreed(
   tag: string,
   firstFresh: (q: string, d: string, h: string) => string | undefined,
 ): void {
-  const mark = `${base}slots:${rest}`;
-  const l = Number(ops.get(mark) ?? '1');
+  const mark = `${base}lock:${rest}`;
+  const { limit } = isMark(ops, mark);
+  const l = Number(limit ?? '1');
   const s = tag.slice(1);
   for (let j = 1; j <= Math.min(l - 1, 8); j++) {
     const k = `#${(Number(s) + j) % l}:${rest}`;
@@ -75,7 +85,7 @@ export function slotFreed(
     }
   }
   for (let i = 0; i < l; i++) if (ops.exists(`${base}lock#${i}:${rest}`) === 1) return;
-  ops.del(mark);
+  if (limit !== undefined) ops.del(mark);
 }
 
 export const slotExtend: Implementation = (ops, KEYS, ARGV) => {

@@ -51,19 +51,13 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
      */
     const scriptsOf = (resource: string) => {
       const nodes = backend.direct;
-      const [holders, kind, mark, queue, deadlines] = [
-        `${resource}:lock`,
-        `${resource}:kind`,
-        `${resource}:slots`,
-        `${resource}:queue`,
-        `${resource}:deadlines`,
-      ];
+      const [holders, kind, queue, deadlines] = [`${resource}:lock`, `${resource}:kind`, `${resource}:queue`, `${resource}:deadlines`];
       const w = (id: string) => (id === '' ? id : `${id}:w`);
       const acquire = (i: number, member: string, join?: Join) =>
         runScript(
           nodes[i]!,
           PERMIT_ACQUIRE,
-          [holders, kind, mark, queue, deadlines],
+          [holders, kind, queue, deadlines],
           PERMIT_ACQUIRE.argv({ member: w(member), ttl: 10_000, kind: 'rw', fair: { join: join && { ...join, waiter: w(join.waiter) } } }),
         ).then((reply) => PERMIT_ACQUIRE.decode(reply).taken);
       const release = (i: number, member: string, { leaving = '', skip = '' } = {}) =>
@@ -164,7 +158,7 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       await lock.release();
       // Released, it left the queue; the last permit gone, so did the semaphore's marker.
       const left = () =>
-        Promise.all(backend.direct.map((n) => Promise.all([n.zrange('redlock:queue#0:one', 0, -1), n.pttl('redlock:slots:one')])));
+        Promise.all(backend.direct.map((n) => Promise.all([n.zrange('redlock:queue#0:one', 0, -1), n.pttl('redlock:lock:one')])));
       await until(async () => (await left()).every(([q, m]) => q.length === 0 && m === -2), 'every queue and marker gone');
     });
 
@@ -388,6 +382,15 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       await Promise.all([permit.release(), mutex.release()]);
       // Once the holders are gone, the resource can be used as another kind.
       await (await a.acquire('mixed', 10_000)).release();
+    });
+
+    it("keeps the plain protocol's mutex (a bare SET NX, no script) out of a resource used as a semaphore", async () => {
+      const permit = await client().acquire('plain-mixed', 10_000, { limit: 2 });
+      // No script reads anything for the plain protocol: the semaphore's marker at the lock key refuses it.
+      const plain = client({ fencing: false, fairWaiting: false });
+      await expect(plain.acquire('plain-mixed', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      await permit.release();
+      await (await plain.acquire('plain-mixed', 10_000, { retryCount: 0 })).release();
     });
 
     it('read-write: readers share, a writer excludes readers and writers', async () => {

@@ -114,7 +114,7 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
           const since = Date.now() + pick([0, 0, 1, 2]);
           const spec = waiter === '' || waiter === '-' ? waiter : `${waiter} ${since} ${entryTtl} ${pick([1, 2])}`;
           // The semaphore's marker (a semaphore's slots, see slot-scripts.ts) third: never set here, so never a mismatch.
-          const keys = [holders, kindKey, `p:slots:${r}`, ...(fencing ? [fence] : []), ...(fair ? [...queues, `p:handover:${r}`] : [])];
+          const keys = [holders, kindKey, ...(fencing ? [fence] : []), ...(fair ? [...queues, `p:handover:${r}`] : [])];
           const ttl = short ? 1 : pick([30_000, 100_000]);
           const args = [member, ttl, kind, spec, ...(fencing ? [60_000, (base + pick([0, 7])) * 1000] : [])];
           result = await run(PERMIT_ACQUIRE, keys, () => args);

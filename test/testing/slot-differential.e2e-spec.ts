@@ -16,7 +16,7 @@ import { errorKind, normalize, runBoth, seeded, snapshot, type Replies, type Sid
  * a MemoryRedisNode must give the same replies, PUBLISH messages and keys (with
  * their lives). A semaphore of limit n is n slots, each a lock key
  * `d:lock#<i>:<resource>` with its own queue, and the resource's marker
- * `d:slots:<resource>` holding the limit. Drawn: slots taken (fenced or not, fair
+ * `d:lock:<resource>` holding '#<limit>'. Drawn: slots taken (fenced or not, fair
  * or not, joining a slot's queue or not) on two semaphores of two limits, now and
  * then with another limit (a mismatch); releases (plain, leaving the queue, an
  * undo naming its waiter), LEAVE_QUEUE, SLOT_EXTEND, CONFIRM_TOKEN; a mutex and a
@@ -41,7 +41,7 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
   });
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
-  const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [2, 3, 12]; // seeds 1-40 all answered alike; 19 met every outcome wanted below, these among them
+  const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [2, 3, 13]; // seeds 1-40 all answered alike; 10 met every outcome wanted below, these among them
   // Each resource's limit; another one is drawn now and then (a mismatch). The second has a hash
   // tag and a ':' of its own, as a Redis Cluster layout's keys: a slot's tag ends at the first ':'.
   // 'c' is mostly a mutex's or a read-write lock's: a semaphore's marker, once set, outlives the run
@@ -158,7 +158,7 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
         case 'extend': {
           const ttl = short ? 1 : pick([30_000, 100_000]);
           label += ` #${slot}/${limit} ${value} ${ttl}`;
-          result = await run(SLOT_EXTEND, [slotKey, `d:slots:${rest}`], () => [value, ttl, limit]);
+          result = await run(SLOT_EXTEND, [slotKey, `d:lock:${rest}`], () => [value, ttl, limit]);
           break;
         }
         case 'confirm': {
@@ -195,12 +195,12 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
           const take = random() < 0.6;
           label += take ? ' take' : ' give back';
           result = take
-            ? await run(PERMIT_ACQUIRE, [`d:lock:${rest}`, `d:kind:${rest}`, `d:slots:${rest}`], () => ['r1', short ? 1 : 30_000, 'rw', ''])
+            ? await run(PERMIT_ACQUIRE, [`d:lock:${rest}`, `d:kind:${rest}`], () => ['r1', short ? 1 : 30_000, 'rw', ''])
             : await run(PERMIT_RELEASE, [`d:lock:${rest}`], () => ['r1', 'rw']);
           break;
         }
         case 'inspect': {
-          // Without the prefix's length (an earlier client) it cannot find the slots: drawn now and then too.
+          // Without the prefix's length (an earlier client) it sees the marker's limit, not the slots: drawn now and then too.
           const args = random() < 0.8 ? [2] : [];
           const deadlines = random() < 0.5 ? [`d:queue-deadlines:${rest}`] : [];
           label += ` ${JSON.stringify(args)}`;
@@ -275,7 +275,6 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
       'force -2',
       'inspect 2',
       'inspect 3',
-      'inspect none',
     ];
     // The ones missed, by name (a poor seed says which outcome it lacks).
     expect(wanted.filter((o) => !outcomes.has(o))).toEqual([]);
