@@ -3,11 +3,34 @@
  * share: a seeded generator, one script call on a redis-server and on a
  * MemoryRedisNode side by side, and the comparison of replies and keys.
  */
-import type { Redis } from 'ioredis';
+import { afterAll, beforeAll } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { runScript, type Script } from '../../lib/core/scripts.js';
 import type { MemoryRedisNode } from '../../lib/testing/index.js';
+import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 
 export type Side = 'redis' | 'memory';
+
+/**
+ * The redis-server side of a differential run, for the calling describe block: one
+ * server started before its tests and stopped (by PID) after them, with a client and a
+ * subscriber, read in the tests (they exist from `beforeAll` on).
+ */
+export function useRedisServer(): { readonly redis: Redis; readonly subscriber: Redis } {
+  let fleet: RedisFleet | undefined;
+  const side = {} as { redis: Redis; subscriber: Redis };
+  beforeAll(async () => {
+    fleet = await startFleet(1);
+    side.redis = new Redis(fleet.urls[0]!);
+    side.subscriber = new Redis(fleet.urls[0]!);
+  });
+  afterAll(async () => {
+    side.redis?.disconnect();
+    side.subscriber?.disconnect();
+    await fleet?.stop();
+  });
+  return side;
+}
 
 export interface Replies {
   readonly fromRedis: unknown;

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fingerprint } from '../../lib/core/inspection.js';
 import { FORCE_RELEASE, INSPECT } from '../../lib/core/operator-scripts.js';
 import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
-import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
-import { normalize, runBoth, seeded, snapshot, type Replies } from './differential.js';
+import { normalize, runBoth, seeded, snapshot, useRedisServer, type Replies } from './differential.js';
 
 /**
  * The permit scripts' drift guard, as real.e2e-spec.ts's for the mutex's: the
@@ -33,25 +31,13 @@ function byHolder(reply: unknown): unknown {
 }
 
 describe('MemoryRedisNode permit scripts answer like Redis', () => {
-  let fleet: RedisFleet;
-  let redis: Redis;
-  let redisSubscriber: Redis;
-
-  beforeAll(async () => {
-    fleet = await startFleet(1);
-    redis = new Redis(fleet.urls[0]!);
-    redisSubscriber = new Redis(fleet.urls[0]!);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    redisSubscriber?.disconnect();
-    await fleet?.stop();
-  });
+  const server = useRedisServer();
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [7, 42, 4]; // seed 1 stopped drawing 'force -2' when admitted waiters began to keep their places; seed 3 drew no hand-over once releases began to hand permits over
 
   it.each(SEEDS)(`on ${STEPS} random calls of every permit script (seed %i)`, async (initialSeed) => {
+    const { redis, subscriber: redisSubscriber } = server;
     await redis.flushall();
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();

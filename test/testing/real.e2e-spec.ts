@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { until } from '../support/until.js';
-import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { startFleet } from '../support/redis-fleet.js';
 import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../../lib/core/scripts.js';
 import { FORCE_RELEASE } from '../../lib/core/operator-scripts.js';
 import { createHash } from 'node:crypto';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour, type PermitBackend } from './lock-behaviour.js';
 import { describePermitBehaviour } from './permit-behaviour.js';
-import { normalize, runBoth, seeded, snapshot, type Side } from './differential.js';
+import { normalize, runBoth, seeded, snapshot, useRedisServer, type Side } from './differential.js';
 
 // The same suite as memory.spec.ts, on three redis-server nodes: what the
 // in-memory nodes of nest-redlock/testing promise is what Redis does.
@@ -47,25 +47,13 @@ describePermitBehaviour('redis-server nodes', redisBackend);
  * compared by kind only.
  */
 describe('MemoryRedisNode scripts answer like Redis', () => {
-  let fleet: RedisFleet;
-  let redis: Redis;
-  let redisSubscriber: Redis;
-
-  beforeAll(async () => {
-    fleet = await startFleet(1);
-    redis = new Redis(fleet.urls[0]!);
-    redisSubscriber = new Redis(fleet.urls[0]!);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    redisSubscriber?.disconnect();
-    await fleet?.stop();
-  });
+  const server = useRedisServer();
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [0x5eed, 7, 42];
 
   it.each(SEEDS)(`on ${STEPS} random calls of every mutex script (seed %i)`, async (initialSeed) => {
+    const { redis, subscriber: redisSubscriber } = server;
     await redis.flushall();
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
+import { describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fingerprint } from '../../lib/core/inspection.js';
 import { FORCE_RELEASE, INSPECT } from '../../lib/core/operator-scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
 import { ACQUIRE, CONFIRM_TOKEN, LEAVE_QUEUE, RELEASE, SLOT_EXTEND, type Script } from '../../lib/core/scripts.js';
 import { MemoryRedisNode } from '../../lib/testing/index.js';
-import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { until } from '../support/until.js';
-import { errorKind, normalize, runBoth, seeded, snapshot, type Replies, type Side } from './differential.js';
+import { errorKind, normalize, runBoth, seeded, snapshot, useRedisServer, type Replies, type Side } from './differential.js';
 
 /**
  * The semaphore slots' drift guard, as permit-differential.e2e-spec.ts's for the
@@ -25,20 +23,7 @@ import { errorKind, normalize, runBoth, seeded, snapshot, type Replies, type Sid
  * 1 ms, followed by a pause both clocks pass.
  */
 describe('MemoryRedisNode slot scripts answer like Redis', () => {
-  let fleet: RedisFleet;
-  let redis: Redis;
-  let redisSubscriber: Redis;
-
-  beforeAll(async () => {
-    fleet = await startFleet(1);
-    redis = new Redis(fleet.urls[0]!);
-    redisSubscriber = new Redis(fleet.urls[0]!);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    redisSubscriber?.disconnect();
-    await fleet?.stop();
-  });
+  const server = useRedisServer();
 
   const STEPS = Number(process.env.DIFF_STEPS ?? 400);
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [2, 3, 13]; // seeds 1-40 all answered alike; 10 met every outcome wanted below, these among them
@@ -50,6 +35,7 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
   const OTHER_USES = ['mutex', 'mutex-release', 'rw'];
 
   it.each(SEEDS)(`on ${STEPS} random calls of every slot script (seed %i)`, async (initialSeed) => {
+    const { redis, subscriber: redisSubscriber } = server;
     await redis.flushall();
     redisSubscriber.removeAllListeners('message');
     const memory = new MemoryRedisNode();
