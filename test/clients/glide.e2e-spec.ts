@@ -211,7 +211,10 @@ describe('Valkey GLIDE clients as nodes', () => {
       watchSingles(own, singles);
       // Two locks asked for in one tick, on idle nodes: each node gets one request of two commands.
       const locks = await Promise.all([redlock.acquire('tick:a', 5000), redlock.acquire('tick:b', 5000)]);
-      expect({ sizes, singles }).toEqual({ sizes: own.map(() => 2), singles: [] });
+      // Not counted: the connection's liveness probe (INFO or PING, sent alone on its own
+      // timer), which may fall inside this window (a CI run saw one INFO there).
+      const lockSingles = singles.filter((name) => name !== 'INFO' && name !== 'PING');
+      expect({ sizes, singles: lockSingles }).toEqual({ sizes: own.map(() => 2), singles: [] });
       await Promise.all(locks.map((lock) => lock.release()));
     } finally {
       own.forEach((c) => c.close());
