@@ -1,35 +1,73 @@
 /**
- * What the differential runs (real.e2e-spec.ts, permit-differential.e2e-spec.ts)
+ * What the differential runs (real, permit-differential and slot-differential.e2e-spec.ts)
  * share: a seeded generator, one script call on a redis-server and on a
  * MemoryRedisNode side by side, and the comparison of replies and keys.
  */
-import { afterAll, beforeAll } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { runScript, type Script } from '../../lib/core/scripts.js';
-import type { MemoryRedisNode } from '../../lib/testing/index.js';
+import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
+import { until } from '../support/until.js';
 
 export type Side = 'redis' | 'memory';
 
 /**
  * The redis-server side of a differential run, for the calling describe block: one
  * server started before its tests and stopped (by PID) after them, with a client and a
- * subscriber, read in the tests (they exist from `beforeAll` on).
+ * subscriber. Each run starts with `fresh`, after `beforeAll`.
  */
-export function useRedisServer(): { readonly redis: Redis; readonly subscriber: Redis } {
+export function useRedisServer(): {
+  fresh(channels: readonly string[], message: (channel: string, message: string) => string): Promise<DifferentialRun>;
+} {
   let fleet: RedisFleet | undefined;
-  const side = {} as { redis: Redis; subscriber: Redis };
+  let redis: Redis | undefined;
+  let subscriber: Redis | undefined;
+  let memorySubscriber: MemoryRedisNode | undefined;
   beforeAll(async () => {
     fleet = await startFleet(1);
-    side.redis = new Redis(fleet.urls[0]!);
-    side.subscriber = new Redis(fleet.urls[0]!);
+    redis = new Redis(fleet.urls[0]!);
+    subscriber = new Redis(fleet.urls[0]!);
   });
+  // A failed run's in-memory subscriber too.
+  afterEach(() => void memorySubscriber?.disconnect());
   afterAll(async () => {
-    side.redis?.disconnect();
-    side.subscriber?.disconnect();
+    redis?.disconnect();
+    subscriber?.disconnect();
     await fleet?.stop();
   });
-  return side;
+  return {
+    async fresh(channels, message) {
+      await redis!.flushall();
+      subscriber!.removeAllListeners('message');
+      const memory = new MemoryRedisNode();
+      memorySubscriber = memory.duplicate();
+      const published: Record<Side, string[]> = { redis: [], memory: [] };
+      subscriber!.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
+      memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
+      await subscriber!.subscribe(...channels);
+      await memorySubscriber.subscribe(...channels);
+      return {
+        redis: redis!,
+        memory,
+        published,
+        async publishedAlike() {
+          await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
+          expect(published.memory).toEqual(published.redis);
+        },
+      };
+    },
+  };
+}
+
+/** One differential run's two sides, fresh. */
+export interface DifferentialRun {
+  readonly redis: Redis;
+  readonly memory: MemoryRedisNode;
+  /** What each side published on the run's channels, as its `message` rendered it. */
+  readonly published: Readonly<Record<Side, string[]>>;
+  /** Both sides published the same messages (waits for the later ones to arrive). */
+  publishedAlike(): Promise<void>;
 }
 
 export interface Replies {

@@ -4,8 +4,6 @@ import { fingerprint } from '../../lib/core/inspection.js';
 import { FORCE_RELEASE, INSPECT } from '../../lib/core/operator-scripts.js';
 import { ACQUIRE, RELEASE } from '../../lib/core/scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_CONFIRM, PERMIT_EXTEND, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
-import { MemoryRedisNode } from '../../lib/testing/index.js';
-import { until } from '../support/until.js';
 import { normalize, runBoth, seeded, snapshot, useRedisServer, type Replies } from './differential.js';
 
 /**
@@ -37,19 +35,11 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [7, 42, 4]; // seed 1 stopped drawing 'force -2' when admitted waiters began to keep their places; seed 3 drew no hand-over once releases began to hand permits over
 
   it.each(SEEDS)(`on ${STEPS} random calls of every permit script (seed %i)`, async (initialSeed) => {
-    const { redis, subscriber: redisSubscriber } = server;
-    await redis.flushall();
-    redisSubscriber.removeAllListeners('message');
-    const memory = new MemoryRedisNode();
-    const memorySubscriber = memory.duplicate();
-    const channels = ['p:wake:c1', 'p:wake:c2'];
-    const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
     // A hand-over's message carries a fencing token: a clock reading where a counter was reborn.
-    const message = (c: string, m: string) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`;
-    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
-    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
-    await redisSubscriber.subscribe(...channels);
-    await memorySubscriber.subscribe(...channels);
+    const { redis, memory, published, publishedAlike } = await server.fresh(
+      ['p:wake:c1', 'p:wake:c2'],
+      (c, m) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`,
+    );
 
     const { random, pick } = seeded(initialSeed);
     // Two with an identity part (after the first '.'), which INSPECT and FORCE_RELEASE return without the random part.
@@ -171,8 +161,7 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
 
     const [inRedis, inMemory] = await Promise.all([snapshot(redis, 'p:'), snapshot(memory, 'p:')]);
     expect(inMemory).toEqual(inRedis);
-    await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
-    expect(published.memory).toEqual(published.redis);
+    await publishedAlike();
     expect(published.redis.length).toBeGreaterThan(0);
     // Hand-overs ('<channel> <waiter> <attempt> <token>') among them, not only wake-ups.
     expect(published.redis.some((m) => m.split(' ').length === 4)).toBe(true);
@@ -202,6 +191,5 @@ describe('MemoryRedisNode permit scripts answer like Redis', () => {
     ];
     // The ones missed, by name (a poor seed says which outcome it lacks).
     expect(wanted.filter((o) => !outcomes.has(o))).toEqual([]);
-    memorySubscriber.disconnect();
   });
 });

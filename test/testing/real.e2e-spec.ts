@@ -1,11 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { until } from '../support/until.js';
 import { startFleet } from '../support/redis-fleet.js';
 import { ACQUIRE, CONFIRM_TOKEN, EXTEND, FENCED_ACCESS, INSPECT, LEAVE_QUEUE, RELEASE, type Script } from '../../lib/core/scripts.js';
 import { FORCE_RELEASE } from '../../lib/core/operator-scripts.js';
 import { createHash } from 'node:crypto';
-import { MemoryRedisNode } from '../../lib/testing/index.js';
 import { describeLockBehaviour, type PermitBackend } from './lock-behaviour.js';
 import { describePermitBehaviour } from './permit-behaviour.js';
 import { normalize, runBoth, seeded, snapshot, useRedisServer, type Side } from './differential.js';
@@ -53,20 +51,12 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
   const SEEDS = process.env.DIFF_SEEDS ? process.env.DIFF_SEEDS.split(',').map(Number) : [0x5eed, 7, 42];
 
   it.each(SEEDS)(`on ${STEPS} random calls of every mutex script (seed %i)`, async (initialSeed) => {
-    const { redis, subscriber: redisSubscriber } = server;
-    await redis.flushall();
-    redisSubscriber.removeAllListeners('message');
-    const memory = new MemoryRedisNode();
-    const memorySubscriber = memory.duplicate();
-    // Waiters of two clients: a release wakes the first waiter on its client's channel.
-    const channels = ['d:wake:c1', 'd:wake:c2'];
-    const published: Record<'redis' | 'memory', string[]> = { redis: [], memory: [] };
-    // A hand-over's message carries a fencing token: a clock reading where a counter was reborn.
-    const message = (c: string, m: string) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`;
-    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
-    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
-    await redisSubscriber.subscribe(...channels);
-    await memorySubscriber.subscribe(...channels);
+    // Waiters of two clients: a release wakes the first waiter on its client's channel. A
+    // hand-over's message carries a fencing token: a clock reading where a counter was reborn.
+    const { redis, memory, published, publishedAlike } = await server.fresh(
+      ['d:wake:c1', 'd:wake:c2'],
+      (c, m) => `${c} ${m.replace(/\b\d{12,}\b/g, 'clock')}`,
+    );
 
     const { random, pick } = seeded(initialSeed);
     const subset = () => {
@@ -181,11 +171,9 @@ describe('MemoryRedisNode scripts answer like Redis', () => {
     const [inRedis, inMemory] = await Promise.all([snapshot(redis, 'd:'), snapshot(memory, 'd:')]);
     expect(inMemory).toEqual(inRedis);
     expect(Object.keys(inRedis).some((k) => k.startsWith('d:queue:'))).toBe(true);
-    await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
-    expect(published.memory).toEqual(published.redis);
+    await publishedAlike();
     expect(published.redis.length).toBeGreaterThan(0);
     // Hand-overs ('<channel> <waiter> <attempt> <token>') among them, not only wake-ups.
     expect(published.redis.some((m) => m.split(' ').length === 4)).toBe(true);
-    memorySubscriber.disconnect();
   });
 });

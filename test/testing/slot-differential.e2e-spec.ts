@@ -4,8 +4,6 @@ import { fingerprint } from '../../lib/core/inspection.js';
 import { FORCE_RELEASE, INSPECT } from '../../lib/core/operator-scripts.js';
 import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
 import { ACQUIRE, CONFIRM_TOKEN, LEAVE_QUEUE, RELEASE, SLOT_EXTEND, type Script } from '../../lib/core/scripts.js';
-import { MemoryRedisNode } from '../../lib/testing/index.js';
-import { until } from '../support/until.js';
 import { errorKind, normalize, runBoth, seeded, snapshot, useRedisServer, type Replies, type Side } from './differential.js';
 
 /**
@@ -35,15 +33,6 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
   const OTHER_USES = ['mutex', 'mutex-release', 'rw'];
 
   it.each(SEEDS)(`on ${STEPS} random calls of every slot script (seed %i)`, async (initialSeed) => {
-    const { redis, subscriber: redisSubscriber } = server;
-    await redis.flushall();
-    redisSubscriber.removeAllListeners('message');
-    const memory = new MemoryRedisNode();
-    const memorySubscriber = memory.duplicate();
-    // Waiters of two clients: a freed slot wakes or hands over on its waiter's client's channel.
-    const channels = ['d:wake:c1', 'd:wake:c2'];
-    const published: Record<Side, string[]> = { redis: [], memory: [] };
-
     const { random, pick } = seeded(initialSeed);
     const values = ['v1', 'v2', 'v3'];
     const waiters = ['c1.w1', 'c1.w2', 'c2.w3', 'c2.w4'];
@@ -59,12 +48,11 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
         return `floor+${Number(value) - firstFloor}`;
       return normalize(value);
     };
-    const message = (c: string, m: string) =>
-      `${c} ${m.replace(/\b\d{15,}\b/g, (t) => `floor+${Number(t) - firstFloor}`).replace(/\b\d{12,}\b/g, 'clock')}`;
-    redisSubscriber.on('message', (c: string, m: string) => published.redis.push(message(c, m)));
-    memorySubscriber.on('message', (c: string, m: string) => published.memory.push(message(c, m)));
-    await redisSubscriber.subscribe(...channels);
-    await memorySubscriber.subscribe(...channels);
+    // Waiters of two clients: a freed slot wakes or hands over on its waiter's client's channel.
+    const { redis, memory, published, publishedAlike } = await server.fresh(
+      ['d:wake:c1', 'd:wake:c2'],
+      (c, m) => `${c} ${m.replace(/\b\d{15,}\b/g, (t) => `floor+${Number(t) - firstFloor}`).replace(/\b\d{12,}\b/g, 'clock')}`,
+    );
 
     const tokens = { redis: 0, memory: 0 };
     const outcomes = new Set<string>();
@@ -228,8 +216,7 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
       if (Object.keys(inRedis).some((k) => k.startsWith('d:queue#'))) outcomes.add('slot queued');
     }
 
-    await until(() => published.memory.length === published.redis.length, 'the same number of wake-up messages', 2000);
-    expect(published.memory).toEqual(published.redis);
+    await publishedAlike();
     // Hand-overs of a slot ('<channel> <waiter> <attempt> <token>', fenced or not) and wake-ups to move to a freed slot ('<waiter> #<slot>') among them.
     const slotMessages = published.redis.filter((m) => /^\S+ c\d\.w\d /.test(m));
     const handOvers = slotMessages.filter((m) => m.split(' ').length === 4);
@@ -264,6 +251,5 @@ describe('MemoryRedisNode slot scripts answer like Redis', () => {
     ];
     // The ones missed, by name (a poor seed says which outcome it lacks).
     expect(wanted.filter((o) => !outcomes.has(o))).toEqual([]);
-    memorySubscriber.disconnect();
   });
 });
