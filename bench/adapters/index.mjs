@@ -225,14 +225,16 @@ function rawRound(open, close, commands, floor) {
         () => true,
       );
     // The fencing floor, as nest-redlock sends it: the acquiring client's clock in µs.
-    const set = floor
-      ? (c, i, key, value, ttl) =>
-          c.evalsha(acquireShas[i], 3, key, `fence:${key}`, `queue:${key}`, value, ttl, Date.now() * 1000, FENCE_RETENTION)
-      : (c, i, key, value, ttl) => commands.set(c, key, value, ttl);
+    const set = floor?.send
+      ? (c, i, key, value, ttl) => floor.send(c, key, value, ttl, Date.now() * 1000, FENCE_RETENTION)
+      : floor
+        ? (c, i, key, value, ttl) =>
+            c.evalsha(acquireShas[i], 3, key, `fence:${key}`, `queue:${key}`, value, ttl, Date.now() * 1000, FENCE_RETENTION)
+        : (c, i, key, value, ttl) => commands.set(c, key, value, ttl);
     return {
       ready: async () => {
         shas = await Promise.all(clients.map((c) => commands.load(c, lua)));
-        if (floor) acquireShas = await Promise.all(clients.map((c) => commands.load(c, floor.acquire)));
+        if (floor?.acquire) acquireShas = await Promise.all(clients.map((c) => commands.load(c, floor.acquire)));
       },
       async acquire(key, ttl) {
         for (let attempts = 1; ; attempts++) {
@@ -289,7 +291,36 @@ if c >= floor then
   return c + 1
 end
 return floor`;
+/**
+ * Commands of one tick to one ioredis client in one socket write, as nest-redlock
+ * sends them (it corks the socket until the end of the tick).
+ */
+function corked(c, send) {
+  const stream = c.stream;
+  if (stream && !stream.writableCorked) {
+    stream.cork();
+    process.nextTick(() => stream.uncork());
+  }
+  return send();
+}
 const FLOORS = {
+  // Fencing and fair waiting with no script to acquire: SET NX PX, the queue's existence
+  // (a free key with waiters queued is theirs), and the counter (made at the floor if
+  // missing, then raised by one), in one write per node. The release is the script's.
+  'fencing and fair waiting without an acquire script': {
+    send: (c, key, value, ttl, floor, retention) =>
+      corked(c, () => {
+        const taken = c.set(key, value, 'PX', ttl, 'NX');
+        const queued = c.exists(`queue:${key}`);
+        c.set(`fence:${key}`, floor, 'PX', retention, 'NX');
+        const token = c.incr(`fence:${key}`);
+        return Promise.all([taken, queued, token]).then(([t, q, n]) => (t === 'OK' && q === 0 ? n : 0));
+      }),
+    release: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] then return 2 end
+return 1`,
+  },
   script: { acquire: `${TAKE}\nreturn 1` },
   fencing: { acquire: `${TAKE}\n${FENCE}` },
   'fencing and fair waiting': {
