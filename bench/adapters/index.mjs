@@ -303,6 +303,11 @@ function corked(c, send) {
   }
   return send();
 }
+// The fair floors' release: compare-and-delete, and a peek at the queue, as a hand-over must.
+const FAIR_RELEASE = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] then return 2 end
+return 1`;
 const FLOORS = {
   // Fencing and fair waiting with no script to acquire: SET NX PX, the queue's existence
   // (a free key with waiters queued is theirs), and the counter (made at the floor if
@@ -310,25 +315,21 @@ const FLOORS = {
   'fencing and fair waiting without an acquire script': {
     send: (c, key, value, ttl, floor, retention) =>
       corked(c, () => {
-        const taken = c.set(key, value, 'PX', ttl, 'NX');
-        const queued = c.exists(`queue:${key}`);
-        c.set(`fence:${key}`, floor, 'PX', retention, 'NX');
-        const token = c.incr(`fence:${key}`);
-        return Promise.all([taken, queued, token]).then(([t, q, n]) => (t === 'OK' && q === 0 ? n : 0));
+        const replies = [
+          c.set(key, value, 'PX', ttl, 'NX'),
+          c.exists(`queue:${key}`),
+          c.set(`fence:${key}`, floor, 'PX', retention, 'NX'),
+          c.incr(`fence:${key}`),
+        ];
+        return Promise.all(replies).then(([taken, queued, , token]) => (taken === 'OK' && queued === 0 ? token : 0));
       }),
-    release: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-if redis.call('ZRANGE', KEYS[2], 0, 0)[1] then return 2 end
-return 1`,
+    release: FAIR_RELEASE,
   },
   script: { acquire: `${TAKE}\nreturn 1` },
   fencing: { acquire: `${TAKE}\n${FENCE}` },
   'fencing and fair waiting': {
     acquire: `${TAKE}\n${YIELD}\n${FENCE}`,
-    release: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-if redis.call('ZRANGE', KEYS[2], 0, 0)[1] then return 2 end
-return 1`,
+    release: FAIR_RELEASE,
   },
 };
 
