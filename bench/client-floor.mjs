@@ -21,6 +21,7 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startNode } from '../scripts/redis-spawner.mjs';
+import { corked } from './corked.mjs';
 import { median, option, shuffle } from './report.mjs';
 
 const ROUNDS = Number(option('rounds', 5));
@@ -100,12 +101,7 @@ function glideSender(clients) {
 /** Each ioredis socket corked for the tick, as this library's ioredis adapter does. */
 function ioredisSender(clients) {
   return (i, [, sha, ...rest], done) => {
-    const stream = clients[i].stream;
-    if (!stream.writableCorked) {
-      stream.cork();
-      process.nextTick(() => stream.uncork());
-    }
-    clients[i].evalsha(sha, ...rest).then(() => done(), done);
+    corked(clients[i], () => clients[i].evalsha(sha, ...rest)).then(() => done(), done);
   };
 }
 

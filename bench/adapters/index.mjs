@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { corked } from '../corked.mjs';
 
 /** The semaphore scenario's limit: what a semaphore adapter uses unless told. */
 export const SEMAPHORE_PERMITS = 4;
@@ -291,18 +292,6 @@ if c >= floor then
   return c + 1
 end
 return floor`;
-/**
- * Commands of one tick to one ioredis client in one socket write, as nest-redlock
- * sends them (it corks the socket until the end of the tick).
- */
-function corked(c, send) {
-  const stream = c.stream;
-  if (stream && !stream.writableCorked) {
-    stream.cork();
-    process.nextTick(() => stream.uncork());
-  }
-  return send();
-}
 // The fair floors' release: compare-and-delete, and a peek at the queue, as a hand-over must.
 const FAIR_RELEASE = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
