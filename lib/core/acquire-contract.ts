@@ -56,6 +56,10 @@ export interface AcquireArgs {
 export interface AcquireReply {
   readonly taken: boolean;
   readonly value: number;
-  /** A semaphore's slot refused: the other slots this node has free, with nobody queued for them. */
+  /**
+   * A semaphore's slot refused: the other slots this node has free, with nobody queued
+   * for them; with none free, those whose queue is much shorter for the waiter (see
+   * shorterQueues in slot-scripts.ts). Either way, slots to move to.
+   */
   readonly free?: readonly number[];
 }

@@ -68,15 +68,16 @@ export interface AcquirePlan {
  * A semaphore's permit is one of its `limit` slots, each a lock of its own (see
  * slot-scripts.ts). A call draws the slot it tries first, at random, so that
  * callers at the same moment rarely want the same one; a node that refuses it names
- * the slots it has free with nobody queued, and the call moves at once to one a
- * majority named (leaving the queue it joined); else it waits in its slot's queue, for
- * that slot's hand-over.
+ * the slots it has free with nobody queued (or, with none free, those whose queue is
+ * much shorter for this caller), and the call moves at once to one a majority named
+ * (leaving the queue it joined); else it waits in its slot's queue, for that slot's
+ * hand-over.
  */
 export class SlotChoice {
   /** The slot tried now. */
   slot: number;
   keys: LockKeys;
-  /** Free slots named by the nodes that refused the current attempt. */
+  /** Slots to move to (free, or with a shorter queue) named by the nodes that refused the current attempt. */
   private readonly named: number[] = [];
   /**
    * Nodes that granted the current attempt's slot (it failed elsewhere): they count for
@@ -114,7 +115,7 @@ export class SlotChoice {
   }
 
   /**
-   * After a refused attempt: moves to the free slot most nodes named, if any (at most
+   * After a refused attempt: moves to the slot most nodes named, if any (at most
    * `limit` times a call, so that callers racing for the same free slots still end up
    * waiting in line). Returns the queue keys of the slot left, or undefined.
    */

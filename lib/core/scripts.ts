@@ -27,7 +27,9 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  * slot, which a script may use without declaring them.
  * Returns {1, token} when taken (token 0 without fencing); {0, -1} when a key
  * is held by another value (as SET NX's refusal: no PTTL, which the retry does
- * not use); {0, -3} when the resource is free but reserved for an earlier waiter.
+ * not use); {0, -3} when the resource is free but reserved for an earlier waiter;
+ * {0, -1, {slot, ...}} when a semaphore's slot is refused and others are named to
+ * move to (free ones, or shorter queues: see slot-scripts.ts).
  */
 export const ACQUIRE = defineScript(
   'acquire',
@@ -168,9 +170,11 @@ if blocker or reserved then
       atLeast(h, entryTtl)
     end
   end
-  -- A slot held by another: the others free here, named (it stays queued here until it moves).
+  -- A slot held by another: the others free here, named (it stays queued here until it
+  -- moves); with none free, those with a queue much shorter for this waiter.
   if blocker and limit then
     local free = freeSlots(base, rest, tag, limit)
+    if #free == 0 and waiter then free = shorterQueues(base, rest, tag, limit, waiter, since) end
     if #free > 0 then return {0, -1, free} end
   end
   if blocker then return {0, -1} end
@@ -230,7 +234,7 @@ return {1, token}
       return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
     },
     decode: (reply): AcquireReply => {
-      // A slot refused with the free slots named: {0, -1, {slot, ...}}.
+      // A slot refused with the slots to move to named: {0, -1, {slot, ...}}.
       if (Array.isArray(reply) && reply.length === 3 && Array.isArray(reply[2])) {
         return { taken: false, value: -1, free: reply[2].map(integer) };
       }

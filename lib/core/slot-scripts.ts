@@ -33,6 +33,14 @@ import { defineScript, integer } from './script.js';
  *   queued for them (a few looked at, from the next on, the same on every node), for a
  *   caller refused the slot `tag` ('#<slot>') to take one that a majority has free
  *   instead of waiting (the nodes' states may differ: each names all it has).
+ * - `shorterQueues(base, rest, tag, limit, waiter, since)`: with no slot free, the
+ *   other slots whose queue would put \`waiter\`, just queued for slot `tag`, at least 3
+ *   places further ahead (the entries before \`since\` there against its rank here),
+ *   for it to move to as to a free one. Slots drawn at random leave the queues
+ *   uneven, and the callers at the back of a long one make the longest waits. Why 3
+ *   places: a move costs a round (see SlotChoice); moves for 2 places cost more
+ *   permits per second and cut no more of the tail (README, "Semaphores and
+ *   read-write locks").
  * - `slotFreed(base, rest, tag, firstFresh)`: slot `tag` was released with nobody
  *   queued for it: the first waiter of another slot's queue (a few looked at) is woken
  *   with this slot's number, to move here; with nobody waiting there either and no
@@ -73,6 +81,17 @@ local function freeSlots(base, rest, tag, limit)
     end
   end
   return free
+end
+local function shorterQueues(base, rest, tag, limit, waiter, since)
+  local own = redis.call('ZRANK', base .. 'queue' .. tag .. ':' .. rest, waiter)
+  local named = {}
+  if not own or own < 3 then return named end
+  local s, l = tonumber(string.sub(tag, 2)), tonumber(limit)
+  for j = 1, math.min(l - 1, 8) do
+    local k = (s + j) % l
+    if redis.call('ZCOUNT', base .. 'queue#' .. k .. ':' .. rest, '-inf', '(' .. since) <= own - 3 then table.insert(named, k) end
+  end
+  return named
 end
 local function slotFreed(base, rest, tag, firstFresh)
   local mark = base .. 'lock:' .. rest

@@ -155,6 +155,13 @@ export class Ops {
     return first?.[0];
   }
 
+  /** ZCOUNT key -inf (below: how many members are scored below `below`. */
+  zcountBelow(key: string, below: number): number {
+    let count = 0;
+    for (const score of this.typed(key, 'zset')?.scores.values() ?? []) if (score < below) count++;
+    return count;
+  }
+
   zcard(key: string): number {
     return this.typed(key, 'zset')?.scores.size ?? 0;
   }

@@ -19,7 +19,17 @@ import {
 import type { Ops } from './memory-data.js';
 import { atLeast, PERMIT_IMPLEMENTATIONS as permits } from './memory-permit-scripts.js';
 import { forceRelease, inspect } from './memory-operator-scripts.js';
-import { firstFresh, freeSlots, isMark, keepMark, otherKind, prefixOf, slotExtend, slotFreed } from './memory-slot-scripts.js';
+import {
+  firstFresh,
+  freeSlots,
+  isMark,
+  keepMark,
+  otherKind,
+  prefixOf,
+  shorterQueues,
+  slotExtend,
+  slotFreed,
+} from './memory-slot-scripts.js';
 
 /** A script argument as ioredis takes it. */
 export type Arg = string | number | Buffer;
@@ -164,13 +174,17 @@ function handOverOf(entry: string | null): { ttl: string; attempt: string; reten
   return { ttl: ttl!, attempt: attempt!, retention: retention!, floor: floor!, value: value! };
 }
 
-/** A refused waiter queues on every resource, at its first-attempt time within a second of the node's clock. */
-function joinQueues(ops: Ops, call: AcquireCall): void {
-  const waiter = call.waiter!;
-  const ttl = Number(call.entryTtl);
+/** A refused waiter's place in the queues: its first-attempt time, within a second of the node's clock. */
+function placeOf(ops: Ops, call: AcquireCall): string {
   const now = ops.clockMs();
   const at = Number(call.since);
-  const position = at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
+  return at < now - 1000 ? String(now - 1000) : at > now + 1000 ? String(now + 1000) : call.since!;
+}
+
+/** A refused waiter queues on every resource, at its place (see placeOf). */
+function joinQueues(ops: Ops, call: AcquireCall, position: string): void {
+  const waiter = call.waiter!;
+  const ttl = Number(call.entryTtl);
   for (let i = 1; i <= call.n; i++) {
     const [q, d] = queueKeys(call, i);
     ops.zaddNx(q, position, waiter);
@@ -219,10 +233,15 @@ const acquire: Implementation = (ops, KEYS, ARGV) => {
   if (blockedBy?.startsWith('#') && limit === undefined) throw new Error(`WRONGKIND ${blockedBy.slice(1)}`);
   const reserved = call.fair && blocker === undefined && mine < call.n && reservedForAnother(ops, call);
   if (blocker !== undefined || reserved) {
-    if (call.fair && call.waiter !== undefined) joinQueues(ops, call);
-    // A slot held by another: the others free here, named (it stays queued here until it moves).
-    const free = blocker !== undefined && limit !== undefined ? freeSlots(ops, base!, rest!, call.tag!, limit) : [];
-    if (free.length > 0) return [0, -1, free];
+    const place = call.fair && call.waiter !== undefined ? placeOf(ops, call) : undefined;
+    if (place !== undefined) joinQueues(ops, call, place);
+    // A slot held by another: the others free here, named (it stays queued here until it
+    // moves); with none free, those with a queue much shorter for this waiter.
+    if (blocker !== undefined && limit !== undefined) {
+      let named = freeSlots(ops, base!, rest!, call.tag!, limit);
+      if (named.length === 0 && place !== undefined) named = shorterQueues(ops, base!, rest!, call.tag!, limit, call.waiter!, place);
+      if (named.length > 0) return [0, -1, named];
+    }
     return blocker !== undefined ? [0, -1] : [0, -3];
   }
   if (limit !== undefined) keepMark(ops, `${base!}lock:${rest!}`, limit, call.ttl);
@@ -381,15 +400,15 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '48d2414f30ce86f792769401d11889f293b13d58',
+  acquire: 'a2e2d508ccad238a33a166aa704138962a30c3bf',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  'slot-extend': '7f9c5f0d840a9b53835f66667273924ae9a43d8d',
+  'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '1ebc99eea39287e31a5f0cec69893b02079e8dd4',
+  release: '31d1f4f5132cb4754e3d7d49c796d9c9d75e7f68',
   'leave-queue': 'ad7b46698f9ea4e57b0c693780a49dcdf4607cc8',
-  'force-release': 'd24256a969494c3cd2941b4e80f87cd586c54f8a',
+  'force-release': 'c6154c1e27359ae410f71e20482780ce4bec177d',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
   'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',
   'permit-extend': '900ba6bbf43e254818b3ad8dc2a2c945548e988f',

@@ -60,6 +60,23 @@ export function freeSlots(ops: Ops, base: string, rest: string, tag: string, lim
 }
 
 /**
+ * shorterQueues: with no slot free, the other slots (a few looked at, from the next on)
+ * whose queue has at least 3 fewer entries before `place` than `waiter` has before it in
+ * the queue of slot `tag`, where it just queued.
+ */
+export function shorterQueues(ops: Ops, base: string, rest: string, tag: string, limit: string, waiter: string, place: string): number[] {
+  const own = ops.zmembers(`${base}queue${tag}:${rest}`).indexOf(waiter);
+  if (own < 3) return [];
+  const [s, l] = [Number(tag.slice(1)), Number(limit)];
+  const named: number[] = [];
+  for (let j = 1; j <= Math.min(l - 1, 8); j++) {
+    const k = (s + j) % l;
+    if (ops.zcountBelow(`${base}queue#${k}:${rest}`, Number(place)) <= own - 3) named.push(k);
+  }
+  return named;
+}
+
+/**
  * slotFreed: slot `tag` was released with nobody queued for it. The first waiter of
  * another slot's queue (a few looked at, the limit read from the marker) is woken
  * with this slot's number ('<waiter> #<slot>'); with nobody there either and no slot

@@ -19,6 +19,7 @@ import {
   type RedlockOptions,
 } from '../../lib/index.js';
 import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
+import { ACQUIRE } from '../../lib/core/scripts.js';
 import { runScript } from '../../lib/core/script.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
@@ -180,6 +181,41 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         expect(await refusedNow(client(), resource, { limit: 2 })).toBe(true);
         await Promise.all([lock.release(), held[1 - freed]!.release()]);
       }
+    });
+
+    it('names a slot whose queue is at least 3 places shorter to a waiter refused at the back of a long one, and no other', async () => {
+      // Slot by slot on one node, as the client sends a slot's acquire: limit 2, both slots held.
+      const node = backend.direct[0]!;
+      const start = Date.now();
+      let n = 0;
+      const slot = (i: number, value: string, waiter?: string) =>
+        runScript(
+          node,
+          ACQUIRE,
+          [`redlock:lock#${i}:uneven`],
+          ACQUIRE.argv({
+            value,
+            ttl: 10_000,
+            prefixLength: 'redlock:'.length,
+            limit: 2,
+            attempt: 1,
+            // Places one ms apart, in the order of the calls.
+            fair: { join: waiter === undefined ? undefined : { waiter, since: start + ++n, entryTtl: ENTRY_TTL } },
+          }),
+        ).then((reply) => ACQUIRE.decode(reply));
+      const refused = { taken: false, value: -1 };
+      expect((await slot(0, 'h0')).taken).toBe(true);
+      expect((await slot(1, 'h1')).taken).toBe(true);
+      // Nobody queued for slot 1: the fourth in slot 0's queue (three ahead) is named slot 1, not the first three.
+      for (const w of ['c1.a', 'c1.b', 'c1.c']) expect(await slot(0, `v-${w}`, w)).toEqual(refused);
+      expect(await slot(0, 'v-d', 'c1.d')).toEqual({ ...refused, free: [1] });
+      // Two queue for slot 1, not named slot 0 (its queue is longer); then slot 1's queue puts a
+      // newcomer 2 places ahead of its place in slot 0's (4 ahead): not named; the next, 3 places: named.
+      for (const w of ['c2.e', 'c2.f']) expect(await slot(1, `v-${w}`, w)).toEqual(refused);
+      expect(await slot(0, 'v-g', 'c1.g')).toEqual(refused);
+      expect(await slot(0, 'v-h', 'c1.h')).toEqual({ ...refused, free: [1] });
+      // A caller that does not queue is named nothing.
+      expect(await slot(0, 'v-i')).toEqual(refused);
     });
 
     it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {
