@@ -8,6 +8,9 @@ export const elapsedSeconds = () => (performance.now() - started) / 1000;
 /** The value of the command line's `--name=value`, or `fallback`. */
 export const option = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 
+/** The `p` quantile (0 to 1) of an ascending array, as the nearest rank below. */
+export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+
 export const median = (xs) => {
   const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b);
   if (!s.length) return undefined;

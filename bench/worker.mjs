@@ -4,6 +4,7 @@
 // { type: 'result', result }. Exits when run.mjs goes away.
 import { setImmediate as yieldToIo, setTimeout as sleep } from 'node:timers/promises';
 import { adapters } from './adapters/index.mjs';
+import { percentile } from './report.mjs';
 
 const { adapter, urls, scenario, params } = JSON.parse(process.argv[2]);
 process.on('disconnect', () => process.exit(2));
@@ -24,8 +25,6 @@ function withDeadline(promise, ms) {
   promise.catch(() => undefined);
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-
 // `permits`: a semaphore adapter's limit (the semaphore scenario's; the adapter's own default otherwise).
 const lib = await adapters[adapter].create(urls, { wait: scenario === 'contend', permits: params.permits });
 await withDeadline(lib.ready(), 10_000);

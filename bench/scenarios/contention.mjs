@@ -1,7 +1,7 @@
 // 3. Single-key contention: 8 processes take one key in a loop with 1 ms holds.
 import { adapters } from '../adapters/index.mjs';
 import { P, isPeer } from '../settings.mjs';
-import { fmt, log, median, ratio, shuffle, table } from '../report.mjs';
+import { fmt, log, median, percentile, ratio, shuffle, table } from '../report.mjs';
 import { runWorker } from '../workers.mjs';
 import { watchCpu } from '../cpu-use.mjs';
 
@@ -26,6 +26,7 @@ export async function contention({ results, urls5, nodes, libs }) {
       fairness: median(rs.map((c) => c.fairness)),
       longestWait: median(rs.map((c) => c.longestWait)),
       longestWaitOpen: rs.some((c) => c.longestWaitOpen),
+      waitP99: median(rs.map((c) => c.waitP99)),
       stillWaiting: rs.reduce((s, c) => s + c.stillWaiting, 0),
       handoffP50: median(rs.map((c) => c.handoffP50)),
       releaseP50: median(rs.map((c) => c.releaseP50)),
@@ -42,10 +43,10 @@ export async function contention({ results, urls5, nodes, libs }) {
   const cBest = Math.max(0, ...CLIBS.filter(isPeer).map((l) => contended[l].perSecond ?? 0));
   const cNotes = [
     'acq/s: acquisitions inside the window, all processes; worst/best: fewest / most acquisitions of one process;',
-    `longest wait: longest single acquire call (measured up to ${P.cGrace / 1000} s after the window); hand-off: from a holder starting`,
-    'its release to the next acquisition by another process; same process again: share of acquisitions that went to',
-    'the process that had just released; in round trips: the hand-off over the median release call in the same run (one',
-    'round to a quorum, under the same load); attempts / acq: mean attempts per acquisition, where the library reports them;',
+    `longest wait: longest single acquire call (measured up to ${P.cGrace / 1000} s after the window); wait p99: of the acquisitions`,
+    'in the window; hand-off: from a holder starting its release to the next acquisition by another process; same process',
+    'again: share of acquisitions that went to the process that had just released; in round trips: the hand-off over the',
+    'median release call in the same run (one round to a quorum, under the same load); attempts / acq: mean attempts per acquisition, where the library reports them;',
     CPU_NOTE,
     'Waiting settings:',
     ...CLIBS.map((l) => `  ${l}: ${adapters[l].waits}`),
@@ -71,6 +72,7 @@ export async function contention({ results, urls5, nodes, libs }) {
       'vs best peer',
       'worst/best',
       'longest wait ms',
+      'wait p99 ms',
       'hand-off p50 ms',
       'in round trips',
       'same process again',
@@ -81,13 +83,14 @@ export async function contention({ results, urls5, nodes, libs }) {
     CLIBS.map((l) => {
       const c = contended[l];
       return c.error
-        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '', '']
+        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '', '', '']
         : [
             l,
             fmt(c.perSecond),
             ratio(c.perSecond, cBest),
             c.fairness.toFixed(2),
             `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`,
+            fmt(c.waitP99),
             fmt(c.handoffP50, 2),
             fmt(c.handoffP50 / c.releaseP50, 1),
             `${(c.sameProcessAgain * 100).toFixed(0)}%`,
@@ -177,6 +180,10 @@ export async function contentionRound(lib, round, urls, { processes = 8, permits
     fairness: Math.min(...counts) / Math.max(1, ...counts),
     longestWait: Math.max(longestDone, longestOpen),
     longestWaitOpen: longestOpen > longestDone, // still waiting when measuring stopped: at least this long
+    waitP99: percentile(
+      inWindow.map((e) => e.got - e.asked).sort((a, b) => a - b),
+      0.99,
+    ),
     stillWaiting: stillWaiting.length,
     handoffP50: median(handoffs),
     // One round trip to a quorum under this very load: the release call.

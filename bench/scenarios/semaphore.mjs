@@ -33,6 +33,7 @@ export async function semaphore({ results, urls5, nodes, libs }) {
       fairness: median(rs.map((c) => c.fairness)),
       longestWait: median(rs.map((c) => c.longestWait)),
       longestWaitOpen: rs.some((c) => c.longestWaitOpen),
+      waitP99: median(rs.map((c) => c.waitP99)),
       stillWaiting: rs.reduce((s, c) => s + c.stillWaiting, 0),
       mostHolders: Math.max(...rs.map((c) => c.mostHolders)),
       sameProcessAgain: median(rs.map((c) => c.sameProcessAgain)),
@@ -46,9 +47,10 @@ export async function semaphore({ results, urls5, nodes, libs }) {
   results.scenarios.semaphore = measured;
   const notes = [
     'acq/s: permits acquired inside the window, all processes; vs peer: over RedlockSemaphore in the same run;',
-    'worst/best: fewest / most acquisitions of one process; longest wait: longest single acquire call (measured up to',
-    `${P.cGrace / 1000} s after the window); most at once: most permits held at once over all rounds (from the acquire`,
-    `returning to the release call starting, so never more than were really held: above ${SEMAPHORE_PERMITS} is a broken limit).`,
+    'worst/best: fewest / most acquisitions of one process; wait p99: of the permits acquired in the window;',
+    `longest wait: longest single acquire call (measured up to ${P.cGrace / 1000} s after the window); most at once: most permits`,
+    'held at once over all rounds (from the acquire returning to the release call starting, so never more than were really',
+    `held: above ${SEMAPHORE_PERMITS} is a broken limit).`,
     CPU_NOTE,
     'Waiting settings:',
     ...SLIBS.map((l) => `  ${l}: ${adapters[l].waits}`),
@@ -71,6 +73,7 @@ export async function semaphore({ results, urls5, nodes, libs }) {
       'vs peer',
       'worst/best',
       'longest wait ms',
+      'wait p99 ms',
       'most at once',
       'same process again',
       'attempts / acq',
@@ -80,13 +83,14 @@ export async function semaphore({ results, urls5, nodes, libs }) {
     SLIBS.map((l) => {
       const c = measured[l];
       return c.error
-        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '']
+        ? [l, `failed: ${c.error}`, '', '', '', '', '', '', '', '', '']
         : [
             l,
             fmt(c.perSecond),
             ratio(c.perSecond, peer),
             c.fairness.toFixed(2),
             `${c.longestWaitOpen ? '>= ' : ''}${fmt(c.longestWait)}`,
+            fmt(c.waitP99),
             String(c.mostHolders),
             `${(c.sameProcessAgain * 100).toFixed(0)}%`,
             fmt(c.attempts, 1),
