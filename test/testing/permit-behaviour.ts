@@ -482,7 +482,13 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const billing = client({ identity: { app: 'billing' } });
       const reports = client({ identity: { app: 'reports' } });
       const operator = client({ nodeTimeout: OPERATOR_NODE_TIMEOUT });
-      const pool = [await billing.acquire('pool', 30_000, { limit: 3 }), await reports.acquire('pool', 20_000, { limit: 3 })];
+      // The first permit on every node before the second: its acquire returns at a quorum (2 of 3). A second
+      // permit's attempt that drew its slot could take it on the third node, not reached yet, raising the
+      // counter there before the other two refused it and it was undone; its next attempt then left that
+      // node's counter one above the token the other two agreed on (an undo lowers no counter).
+      const first = await billing.acquire('pool', 30_000, { limit: 3 });
+      await onEveryNode(operator, 'pool', 1);
+      const pool = [first, await reports.acquire('pool', 20_000, { limit: 3 })];
       const readers = [await billing.acquire('doc', 30_000, { mode: 'read' }), await reports.acquire('doc', 30_000, { mode: 'read' })];
       const writer = await billing.acquire('rebuild', 30_000, { mode: 'write' });
       const mutex = await billing.acquire('mutex', 30_000);
