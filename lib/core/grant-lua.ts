@@ -1,18 +1,31 @@
 /**
  * Lua: the hand-over of a freed resource to its first waiter, for RELEASE and
- * LEAVE_QUEUE. `grant(lockKey, fenceKey, handovers, head, channel, mark)` (`mark`: a
- * semaphore slot's marker, see slot-scripts.ts; false for a lock), called
+ * LEAVE_QUEUE. `grant(lockKey, fenceKey, handovers, head, channel, mark, later)` (`mark`: a
+ * semaphore slot's marker, see slot-scripts.ts; false for a lock; `later`: the
+ * releaser's fencing floor, see below, or nil), called
  * only with a head `firstFresh` found fresh in the same script: when the lock
  * key is free and the head left a
  * hand-over (a waiter for this one resource, see ACQUIRE), the key is set to the waiter's
  * value with its ttl, the fencing counter raised as ACQUIRE raises it (above
- * the counter, at least the floor the waiter's attempt sent), and
+ * the counter, at least the floor the waiter's attempt sent, or the releaser's
+ * `later` one where higher), and
  * '<head> <attempt> <token>' published on the waiter's channel: the waiter
  * holds the lock where a majority of nodes said so (see `Turn.handedOver`),
  * with no attempt of its own. Otherwise the head is only woken ('<head>').
  * The key is set on an empty key only (NX): what it held was deleted in the
  * same script, so lifetimes of two holders' keys on a node stay disjoint, as
  * with SET NX.
+ *
+ * Why the releaser's floor: a semaphore's slots share the resource's one counter,
+ * which each node raises in its own order (the grants of other slots, attempts
+ * taken on some nodes and undone), so the nodes' counters drift apart, and a
+ * hand-over of `counter + 1` then announces a different token from each node: the
+ * waiter must write the highest back before it holds (AcquireLoop.handedOver), a
+ * round for about a third of the permits in the semaphore benchmark. The release
+ * sends every node one floor, its clock in µs: above every counter that only
+ * grants since the last ms raised, so each node announces that floor, the same.
+ * A floor only raises a counter, so each node's tokens still grow with every
+ * grant, which is all the fencing argument needs (README, "Fencing tokens").
  */
 export const GRANT = `
 -- The first waiter in line whose entry is fresh (or \`keep\`, whatever its entry):
@@ -35,7 +48,7 @@ local function firstFresh(q, d, h, keep)
   end
   return head
 end
-local function grant(lockKey, fenceKey, h, head, channel, mark)
+local function grant(lockKey, fenceKey, h, head, channel, mark, later)
   local e = redis.call('HGET', h, head)
   local ttl, attempt, retention, floor, v
   -- A mutex waiter's only ('m'): a permit waiter queued here (the resource was
@@ -50,6 +63,7 @@ local function grant(lockKey, fenceKey, h, head, channel, mark)
     end
     local token = '0'
     if retention ~= '0' then
+      if later and tonumber(later) > tonumber(floor) then floor = later end
       token = floor
       local c = tonumber(redis.call('SET', fenceKey, floor, 'PX', retention, 'GET') or '')
       if c and c >= tonumber(floor) then

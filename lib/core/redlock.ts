@@ -31,6 +31,7 @@ import {
 } from './options.js';
 import type { AttemptReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
+import { handOverFloor } from './fencing-floor.js';
 import { RandomPool } from './random-pool.js';
 import { callRound, type NodeSet } from './round.js';
 import { EXTEND, RELEASE, SLOT_EXTEND } from './scripts.js';
@@ -315,7 +316,10 @@ export class Redlock {
     lock.markReleased();
     const leaving = !held.unconfirmed || held.unconfirmed.count > 0 ? held.queuedAs : '';
     // A semaphore's slot always: its release is what drops the marker with the last permit (see slot-scripts.ts).
-    const fair = this.options.fairWaiting || held.slot ? { prefixLength: this.layout.prefixLength, leaving } : undefined;
+    // A slot's hand-over token: the release's floor keeps the nodes' tokens alike (see GRANT); a mutex's
+    // counters do not drift apart that way, and its release stays as short as it was.
+    const floor = held.slot && this.options.fencingRetention > 0 ? handOverFloor() : undefined;
+    const fair = this.options.fairWaiting || held.slot ? { prefixLength: this.layout.prefixLength, leaving, floor } : undefined;
     const call =
       held.permit?.release({ member: true, leaving, skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
     const round = await callRound(call, doneVerdict, {

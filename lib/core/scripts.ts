@@ -308,9 +308,10 @@ export interface ReleaseArgs {
    * With fair waiting on: the key prefix's length in bytes (the script builds
    * the queue keys and the wake channel from it); the waiter id under which
    * this holder queued, if it did (`leaving`); for an undo, the waiter whose
-   * attempt is undone (`undoneBy`, not woken by it).
+   * attempt is undone (`undoneBy`, not woken by it); for a semaphore's slot with fencing on, the
+   * releaser's fencing floor (`floor`, see `handOverFloor`) for a hand-over's token.
    */
-  readonly fair?: { readonly prefixLength: number; readonly leaving?: string; readonly undoneBy?: string };
+  readonly fair?: { readonly prefixLength: number; readonly leaving?: string; readonly undoneBy?: string; readonly floor?: number };
 }
 
 /**
@@ -327,8 +328,9 @@ export interface ReleaseArgs {
  * again after that retry's undo, burning its retries in a loop).
  * KEYS: the n lock keys, nothing else (a resource's queue keys are built from
  * its lock key, as in ACQUIRE). ARGV: value; then, only when fair waiting is
- * on, the key prefix's length in bytes, the holder's waiter id (optional), and,
- * for an undo, the undoing waiter's id. Returns how many keys were deleted.
+ * on, the key prefix's length in bytes, the holder's waiter id (optional), for
+ * an undo, the undoing waiter's id (else ''), and the fencing floor of a
+ * hand-over (optional, see GRANT). Returns how many keys were deleted.
  */
 export const RELEASE = defineScript(
   'release',
@@ -362,7 +364,7 @@ for i = 1, #KEYS do
     deleted = deleted + 1
     local head = firstFresh(q, d, h, ARGV[4])
     if head and head ~= ARGV[4] then
-      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest)
+      grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest, ARGV[5])
     elseif not head and tag ~= '' then
       slotFreed(base, rest, tag, firstFresh)
     end
@@ -374,7 +376,8 @@ return deleted
     argv: ({ value, fair }: ReleaseArgs) => {
       if (!fair) return [value];
       const argv = [value, String(fair.prefixLength)];
-      if (fair.undoneBy !== undefined) argv.push(fair.leaving ?? '', fair.undoneBy);
+      if (fair.floor !== undefined) argv.push(fair.leaving ?? '', fair.undoneBy ?? '', String(fair.floor));
+      else if (fair.undoneBy !== undefined) argv.push(fair.leaving ?? '', fair.undoneBy);
       else if (fair.leaving) argv.push(fair.leaving);
       return argv;
     },

@@ -296,7 +296,7 @@ const release: Implementation = (ops, KEYS, ARGV) => {
   // As the script builds them from each lock key: a semaphore slot's queue keys are its own, its counter the resource's.
   const p = Number(ARGV[1]);
   const base = prefixOf(KEYS[0]!, p);
-  const [waiter, undoneBy] = [ARGV[2] ?? '', ARGV[3]];
+  const [waiter, undoneBy, later] = [ARGV[2] ?? '', ARGV[3], ARGV[4]];
   for (const key of KEYS) {
     const { tag, rest } = splitKey(key, p, 'lock'.length);
     const [q, d, h] = [`${base}queue${tag}:${rest}`, `${base}queue-deadlines${tag}:${rest}`, `${base}handover${tag}:${rest}`];
@@ -310,7 +310,16 @@ const release: Implementation = (ops, KEYS, ARGV) => {
     deleted++;
     const head = firstFresh(ops, q, d, h, undoneBy);
     if (head !== undefined && head !== undoneBy) {
-      grant(ops, key, `${base}fence:${rest}`, h, head, wakeChannel(`${base}wake:`, head), tag !== '' ? `${base}lock:${rest}` : undefined);
+      grant(
+        ops,
+        key,
+        `${base}fence:${rest}`,
+        h,
+        head,
+        wakeChannel(`${base}wake:`, head),
+        tag !== '' ? `${base}lock:${rest}` : undefined,
+        later,
+      );
     } else if (head === undefined && tag !== '') {
       slotFreed(ops, base, rest, tag, (...queue) => firstFresh(ops, ...queue));
     }
@@ -320,10 +329,20 @@ const release: Implementation = (ops, KEYS, ARGV) => {
 
 /**
  * GRANT: hands a free lock key over to the head of its queue (fresh: found by
- * firstFresh) when it carries a hand-over, raising the counter as ACQUIRE does,
- * and a semaphore slot's marker (`mark`) to outlive the permit; else only wakes the head.
+ * firstFresh) when it carries a hand-over, raising the counter as ACQUIRE does
+ * (to the releaser's floor, `later`, where it is above the entry's), and a
+ * semaphore slot's marker (`mark`) to outlive the permit; else only wakes the head.
  */
-function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, head: string, channel: string, mark?: string): void {
+function grant(
+  ops: Ops,
+  lockKey: string,
+  fenceKey: string,
+  handovers: string,
+  head: string,
+  channel: string,
+  mark?: string,
+  later?: string,
+): void {
   const entry = handOverOf(ops.hget(handovers, head));
   // exists, not get: a permit's holders there (the resource mixed up) make GRANT's SET NX fail, not raise WRONGTYPE.
   if (!entry || ops.exists(lockKey) > 0) {
@@ -336,8 +355,9 @@ function grant(ops: Ops, lockKey: string, fenceKey: string, handovers: string, h
     ops.pexpire(mark, String(2 * Number(entry.ttl)));
   let token = '0';
   if (entry.retention !== '0') {
+    const floor = later !== undefined && Number(later) > Number(entry.floor) ? later : entry.floor;
     const c = luaNumber(ops.get(fenceKey));
-    token = c !== undefined && c >= Number(entry.floor) ? formatInteger(c + 1) : entry.floor;
+    token = c !== undefined && c >= Number(floor) ? formatInteger(c + 1) : floor;
     ops.set(fenceKey, token, entry.retention);
   }
   ops.publish(channel, `${head} ${entry.attempt} ${token}`);
@@ -406,9 +426,9 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '31d1f4f5132cb4754e3d7d49c796d9c9d75e7f68',
-  'leave-queue': 'ad7b46698f9ea4e57b0c693780a49dcdf4607cc8',
-  'force-release': 'c6154c1e27359ae410f71e20482780ce4bec177d',
+  release: '6c6a2db6a8631f4842b9343fd934e69becbc4fda',
+  'leave-queue': 'da7bc1dd144aa9a188e4ef7e63a9e0d7b7ba3275',
+  'force-release': '74dcde24813a193e9fc212947f71f7e4fb4e52d3',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
   'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',
   'permit-extend': '900ba6bbf43e254818b3ad8dc2a2c945548e988f',

@@ -19,7 +19,8 @@ import {
   type RedlockOptions,
 } from '../../lib/index.js';
 import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
-import { ACQUIRE } from '../../lib/core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN } from '../../lib/core/scripts.js';
+import { INSPECT } from '../../lib/core/operator-scripts.js';
 import { runScript } from '../../lib/core/script.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { until } from '../support/until.js';
@@ -161,6 +162,39 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const left = () =>
         Promise.all(backend.direct.map((n) => Promise.all([n.zrange('redlock:queue#0:one', 0, -1), n.pttl('redlock:lock:one')])));
       await until(async () => (await left()).every(([q, m]) => q.length === 0 && m === -2), 'every queue and marker gone');
+    });
+
+    it("hands a freed permit over at one fencing token from every node where the nodes' counters had drifted apart: the releaser's clock in µs, above them", async () => {
+      const holder = client();
+      const { waiter, handedOver } = await handOverWaiter(client);
+      const held = await holder.acquire('drift', 10_000, { limit: 1 });
+      const waiting = waiter.acquire('drift', 10_000, { limit: 1 });
+      await until(async () => (await holder.inspect('drift')).waiters === 1, 'the waiter in the queue');
+      // One node's counter raised above the waiter's floor (its clock at its attempt, in µs), as the
+      // grants of other slots and attempts undone leave the nodes' counters: that node's counter + 1
+      // would then differ from the others' hand-over tokens.
+      const [slotKey, fence] = ['redlock:lock#0:drift', 'redlock:fence:drift'];
+      const raisedAt = Date.now();
+      const raise = [secretOf(held), String(raisedAt * 1000 + 5), '1', '60000'];
+      expect(await runScript(backend.direct[0]!, CONFIRM_TOKEN, [slotKey, fence], raise)).toBe(1);
+      const counters = () =>
+        Promise.all(
+          backend.direct.map(
+            async (n) =>
+              INSPECT.decode(await runScript(n, INSPECT, [slotKey, fence, 'redlock:queue#0:drift', 'redlock:kind:drift'], [])).counter,
+          ),
+        );
+      expect(new Set(await counters()).size).toBe(2);
+      // Two milliseconds on: the release's floor is then above the raised counter.
+      await until(() => Date.now() > raisedAt + 1, 'two milliseconds past the raise');
+      const releasedAt = Date.now() * 1000;
+      await held.release();
+      const lock = await waiting;
+      expect(handedOver).toEqual([true]);
+      // Every node announced the release's floor (the raised counter + 1 is below it), so no counter needed raising.
+      expect(lock.fencingToken).toBeGreaterThanOrEqual(releasedAt);
+      await until(async () => (await counters()).every((c) => c === String(lock.fencingToken)), 'every counter at the token');
+      await lock.release();
     });
 
     it('gives a waiter the first permit freed, whichever slot it waited for, long before its 5 s retry delay', async () => {
