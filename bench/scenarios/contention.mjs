@@ -217,7 +217,8 @@ function mostAtOnce(events) {
 }
 
 export const CPU_NOTE =
-  'CPU ms / acq: CPU time of the whole machine (every process) in the window over the acquisitions in it, in parentheses the 5 nodes\' share (Linux /proc; "-" elsewhere).';
+  'CPU ms / acq: CPU time of the whole machine (every process) in the window over the acquisitions in it,\n' +
+  'in parentheses the 5 nodes\' share (Linux /proc; "-" elsewhere).';
 
 /** The median round's CPU per acquisition (see `contentionRound`), or undefined where it was not measured. */
 export function cpuPerAcquisition(rounds) {
