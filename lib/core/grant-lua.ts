@@ -22,10 +22,12 @@
  * hand-over of `counter + 1` then announces a different token from each node: the
  * waiter must write the highest back before it holds (AcquireLoop.handedOver), a
  * round for about a third of the permits in the semaphore benchmark. The release
- * sends every node one floor, its clock in µs: above every counter that only
- * grants since the last ms raised, so each node announces that floor, the same.
- * A floor only raises a counter, so each node's tokens still grow with every
- * grant, which is all the fencing argument needs (README, "Fencing tokens").
+ * sends every node one floor, its clock in µs, above what the grants and attempts
+ * before it raised the counters to (their floors, whole ms, plus one per grant), so
+ * each node announces that floor: the same token, unless two releases reached the
+ * nodes in different orders. A floor only raises a counter, so each node's tokens
+ * still grow with every grant, which is all the fencing argument needs (README,
+ * "Fencing tokens").
  */
 export const GRANT = `
 -- The first waiter in line whose entry is fresh (or \`keep\`, whatever its entry):
