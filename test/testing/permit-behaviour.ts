@@ -168,8 +168,10 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter(client);
       const held = await holder.acquire('drift', 10_000, { limit: 1 });
+      // Held on every node before the waiter asks (held at a quorum, it may not have reached the last node yet).
+      await settledOnEveryNode('drift', 1, 0);
       const waiting = waiter.acquire('drift', 10_000, { limit: 1 });
-      await until(async () => (await holder.inspect('drift')).waiters === 1, 'the waiter in the queue');
+      await settledOnEveryNode('drift', 1, 1);
       // One node's counter raised above the waiter's floor (its clock at its attempt, in µs), as the
       // grants of other slots and attempts undone leave the nodes' counters: that node's counter + 1
       // would then differ from the others' hand-over tokens.
