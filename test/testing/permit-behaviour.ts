@@ -371,11 +371,17 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         const held = await holder.acquire(resource, 10_000, options.limit ? options : { mode: 'read' });
         const waiting = patient.acquire(resource, 10_000, options);
         await until(() => patient.stats.waiting === 1, 'the patient waiter queued');
+        // A semaphore of limit 1 queues in its one slot's queue.
+        const queue = options.limit ? `redlock:queue#0:${resource}` : `redlock:queue:${resource}`;
+        // Refused at a quorum, it may not be queued on the last nodes yet: there the hasty
+        // caller's entry would come first, and set the keys' ttl alone until it does.
+        await until(async () => {
+          const queues = await Promise.all(backend.direct.map((n) => n.zrange(queue, 0, -1)));
+          return queues.every((q) => q.length > 0 && q.join() === queues[0]!.join());
+        }, 'the patient waiter queued on every node');
         // Its entry lives about 2 x (5000 + node timeout) + 100 ms; the hasty caller's about 2 x 10 + 2 x node timeout + 100.
         const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
         await expect(hasty.acquire(resource, 10_000, options.limit ? options : { mode: 'read' })).rejects.toBeInstanceOf(ResourceBusyError);
-        // A semaphore of limit 1 queues in its one slot's queue.
-        const queue = options.limit ? `redlock:queue#0:${resource}` : `redlock:queue:${resource}`;
         const ttls = await Promise.all(backend.direct.map((n) => n.pttl(queue)));
         for (const ttl of ttls) expect(ttl).toBeGreaterThan(5000);
         await held.release();
