@@ -1,3 +1,5 @@
+import { Bag } from './bag.js';
+
 /**
  * A client's way to close without pulling anything from under running calls:
  * the acquires under way (close() lets them finish: they undo and reject), and
@@ -6,9 +8,10 @@
 export class Closing {
   /** Set by `close`: the shutdown under way or done. */
   private closing: Promise<void> | undefined;
-  private readonly inFlight = new Set<Promise<unknown>>();
+  // Bags, not Sets: both change at every call (see bag.ts).
+  private readonly inFlight = new Bag<Promise<unknown>>();
   /** Stops every wait under way (one entry per waiting call). */
-  private readonly waits = new Set<() => void>();
+  private readonly waits = new Bag<() => void>();
 
   get isClosed(): boolean {
     return this.closing !== undefined;
@@ -17,15 +20,14 @@ export class Closing {
   /** Runs `shutDown` once, after the calls under way settled; every wait under way stops at once. Returns the same promise on every call. */
   close(shutDown: () => Promise<void>): Promise<void> {
     if (this.closing) return this.closing;
-    this.closing = Promise.allSettled([...this.inFlight]).then(shutDown);
-    for (const stop of [...this.waits]) stop();
+    this.closing = Promise.allSettled(this.inFlight.items()).then(shutDown);
+    for (const stop of this.waits.items()) stop();
     return this.closing;
   }
 
   /** Counts `call` among the calls close() lets finish. */
   track<T>(call: Promise<T>): Promise<T> {
-    this.inFlight.add(call);
-    const forget = () => this.inFlight.delete(call);
+    const forget = this.inFlight.add(call);
     call.then(forget, forget);
     return call;
   }
@@ -76,10 +78,10 @@ export class Closing {
       return () => undefined;
     }
     signal?.addEventListener('abort', stop, { once: true });
-    this.waits.add(stop);
+    const forget = this.waits.add(stop);
     return () => {
       signal?.removeEventListener('abort', stop);
-      this.waits.delete(stop);
+      forget();
     };
   }
 }

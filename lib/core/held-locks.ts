@@ -1,3 +1,4 @@
+import { Bag } from './bag.js';
 import type { LockKeys } from './keys.js';
 import type { Lock } from './lock.js';
 import type { PermitCalls } from './permit.js';
@@ -32,7 +33,10 @@ export interface Releasable {
  * release needs. Weak: a lock dropped by its user takes its entry with it.
  */
 export class HeldLocks {
-  private readonly held = new Set<Lock>();
+  // A Bag, not a Set: it changes at every acquire and release (see bag.ts).
+  private readonly held = new Bag<Lock>();
+  /** Per held lock, what takes it out of `held`. */
+  private readonly unholds = new WeakMap<Lock, () => void>();
   private readonly releasable = new WeakMap<Lock, Releasable>();
   /** `held` size at which expired locks are swept out (see sweep()). */
   private sweepAt = SWEEP_MIN;
@@ -45,17 +49,17 @@ export class HeldLocks {
 
   /** The held locks, as a copy. */
   list(): Lock[] {
-    return [...this.held];
+    return this.held.items();
   }
 
   add(lock: Lock, releasable: Releasable): void {
-    this.held.add(lock);
+    this.unholds.set(lock, this.held.add(lock));
     if (this.held.size >= this.sweepAt) this.sweep();
     this.releasable.set(lock, releasable);
   }
 
   has(lock: Lock): boolean {
-    return this.held.has(lock);
+    return this.unholds.has(lock);
   }
 
   /** What a release of `lock` needs; undefined once released. */
@@ -70,7 +74,10 @@ export class HeldLocks {
 
   /** Drops a lock from the held set; false when it was not there. */
   forget(lock: Lock): boolean {
-    if (!this.held.delete(lock)) return false;
+    const unhold = this.unholds.get(lock);
+    if (!unhold) return false;
+    this.unholds.delete(lock);
+    unhold();
     this.emptied?.();
     return true;
   }
@@ -82,9 +89,9 @@ export class HeldLocks {
    */
   async drain(until: number): Promise<void> {
     for (;;) {
-      for (const lock of this.held) if (lock.overdue) this.forget(lock);
+      for (const lock of this.held.items()) if (lock.overdue) this.forget(lock);
       const now = performance.now();
-      const running = [...this.held].filter((lock) => lock.autoExtends);
+      const running = this.held.items().filter((lock) => lock.autoExtends);
       if (running.length === 0 || now >= until) return;
       let next = until;
       for (const lock of running) next = Math.min(next, now + lock.validity + 1);
@@ -104,7 +111,7 @@ export class HeldLocks {
    * proportional to the locks actually held, at a constant cost per acquire.
    */
   private sweep(): void {
-    for (const lock of this.held) if (lock.overdue) this.forget(lock);
+    for (const lock of this.held.items()) if (lock.overdue) this.forget(lock);
     this.sweepAt = Math.max(SWEEP_MIN, 2 * this.held.size);
   }
 }

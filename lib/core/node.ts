@@ -46,11 +46,14 @@ export class LockNode {
   private reloading = false;
   /**
    * Commands given to this node and not yet answered (including those waiting
-   * for the first connection), oldest first: each one's way to fail it and
-   * when it was given. Map order is insertion order, so the first entry says
-   * how long the node has been silent.
+   * for the first connection), oldest first: each one's way to fail it, and
+   * (at the same index) when it was given; the first says how long the node
+   * has been silent. Arrays, not a Map, which would promote garbage at every
+   * command (see bag.ts): replies come in order, so the answered command is
+   * almost always the first, and its removal trims the arrays in place.
    */
-  private readonly pending = new Map<Done, number>();
+  private readonly pending: Done[] = [];
+  private readonly pendingSince: number[] = [];
   /** Removes the listeners this node added to its connection (see `listen`). */
   private readonly listeners: (() => void)[] = [];
   /** Found hung, and not answered everything since (see `isStalled`). */
@@ -316,17 +319,16 @@ export class LockNode {
    * used again as soon as its backlog has been answered.
    */
   isStalled(timeout: number): boolean {
-    for (const since of this.pending.values()) {
-      const silent = performance.now() - since;
-      if (silent <= timeout) return false;
-      // Reported once per episode: the node is quiet again only once its backlog is answered.
-      if (!this.hung) {
-        this.hung = true;
-        this.onHung?.(silent);
-      }
-      return true;
+    const since = this.pendingSince[0];
+    if (since === undefined) return false;
+    const silent = performance.now() - since;
+    if (silent <= timeout) return false;
+    // Reported once per episode: the node is quiet again only once its backlog is answered.
+    if (!this.hung) {
+      this.hung = true;
+      this.onHung?.(silent);
     }
-    return false;
+    return true;
   }
 
   /**
@@ -365,12 +367,13 @@ export class LockNode {
     const settle: Done = (error, reply) => {
       if (!open) return;
       open = false;
-      this.pending.delete(settle);
-      if (this.pending.size === 0) this.hung = false;
+      this.forget(settle);
+      if (this.pending.length === 0) this.hung = false;
       if (error instanceof NoscriptTooLateError) this.reloadScripts();
       done(error instanceof Error && !this.connection.isReady ? this.explain(error) : error, reply);
     };
-    this.pending.set(settle, performance.now());
+    this.pending.push(settle);
+    this.pendingSince.push(performance.now());
     if (this.firstReady && !this.connection.isReady) {
       this.firstReady.then(() => this.write(call, settle, fallbackUntil), settle);
     } else {
@@ -406,7 +409,19 @@ export class LockNode {
 
   /** Fails every unanswered command (their connection is gone). */
   private failPending(error: Error): void {
-    for (const fail of [...this.pending.keys()]) fail(error);
+    for (const fail of this.pending.slice()) fail(error);
+  }
+
+  /** Takes an answered (or failed) command out of `pending`. */
+  private forget(settle: Done): void {
+    const at = this.pending.indexOf(settle);
+    if (at === 0) {
+      this.pending.shift();
+      this.pendingSince.shift();
+    } else if (at > 0) {
+      this.pending.splice(at, 1);
+      this.pendingSince.splice(at, 1);
+    }
   }
 
   /** Adds a listener to the connection that close() removes (the user's clients outlive this node). */
