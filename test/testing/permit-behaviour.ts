@@ -364,7 +364,8 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       // The keys hold every waiter's entry: expiring them with the shortest caller's entry
       // ttl wiped a patient waiter's place, so that the release handed the permit to nobody,
       // a newcomer took it, and (read-write) readers were let in past a waiting writer.
-      const holder = client();
+      // No retries: the holder never joins the queue, so an entry there is the patient waiter's.
+      const holder = client({ retryCount: 0 });
       const patient = client({ retryDelay: 5000, retryJitter: 0 });
       for (const options of [{ limit: 1 }, { mode: 'write' as const }]) {
         const resource = `patient:${options.limit ?? options.mode}`;
@@ -373,16 +374,20 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         await until(() => patient.stats.waiting === 1, 'the patient waiter queued');
         // A semaphore of limit 1 queues in its one slot's queue.
         const queue = options.limit ? `redlock:queue#0:${resource}` : `redlock:queue:${resource}`;
-        // Refused at a quorum, it may not be queued on the last nodes yet: there the hasty
-        // caller's entry would come first, and set the keys' ttl alone until it does.
-        await until(async () => {
+        // Refused at a quorum, it may not be queued on the last nodes yet, nor ever in this
+        // attempt on a node its client skipped as hung (a loaded machine): there the hasty
+        // caller's entry comes first and sets the keys' ttl alone, as it should. So the ttl
+        // is checked where the patient waiter is queued, a majority at least.
+        const queuedOn = async () => {
           const queues = await Promise.all(backend.direct.map((n) => n.zrange(queue, 0, -1)));
-          return queues.every((q) => q.length > 0 && q.join() === queues[0]!.join());
-        }, 'the patient waiter queued on every node');
+          return backend.direct.filter((_, i) => queues[i]!.length > 0);
+        };
+        await until(async () => (await queuedOn()).length > backend.direct.length / 2, 'the patient waiter queued on a majority');
+        const patientOn = await queuedOn();
         // Its entry lives about 2 x (5000 + node timeout) + 100 ms; the hasty caller's about 2 x 10 + 2 x node timeout + 100.
         const hasty = client({ retryDelay: 10, retryJitter: 0, retryCount: 1 });
         await expect(hasty.acquire(resource, 10_000, options.limit ? options : { mode: 'read' })).rejects.toBeInstanceOf(ResourceBusyError);
-        const ttls = await Promise.all(backend.direct.map((n) => n.pttl(queue)));
+        const ttls = await Promise.all(patientOn.map((n) => n.pttl(queue)));
         for (const ttl of ttls) expect(ttl).toBeGreaterThan(5000);
         await held.release();
         await (await waiting).release();
