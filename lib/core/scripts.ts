@@ -4,6 +4,7 @@ import { AT_LEAST, PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, integer, tuple, type Script } from './script.js';
 import { SLOT_EXTEND, SLOT_LUA } from './slot-scripts.js';
 import { GRANT } from './grant-lua.js';
+import { ACQUIRE_FAST, RELEASE_FAST } from './fast-path-lua.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
 export { SLOT_EXTEND } from './slot-scripts.js';
@@ -30,10 +31,11 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  * not use); {0, -3} when the resource is free but reserved for an earlier waiter;
  * {0, -1, {slot, ...}} when a semaphore's slot is refused and others are named to
  * move to (free ones, or shorter queues: see slot-scripts.ts).
+ * The usual call (one free resource, nobody queued) ends in ACQUIRE_FAST, at the head.
  */
 export const ACQUIRE = defineScript(
   'acquire',
-  `${AT_LEAST}${SLOT_LUA}
+  `${ACQUIRE_FAST}${AT_LEAST}${SLOT_LUA}
 local value = ARGV[1]
 local spec = ARGV[3]
 local fair = spec ~= ''
@@ -204,22 +206,10 @@ end
 -- or lost in a restart without data) is reborn at: above every token issued
 -- before as long as that clock has not stepped back, and the same on every node,
 -- so that nodes agree on the token without a write-back round, even those that
--- missed acquisitions. SET .. GET writes the floor and reads the old counter in
--- one call; only a counter at or above the floor (a client with a clock ahead
--- of this one's, or several acquisitions within one µs) needs a second write.
-local floor = tonumber(ARGV[6])
-local token = floor
-for i = n + 1, 2 * n do
-  local c = tonumber(redis.call('SET', K[i], ARGV[6], 'PX', retention, 'GET') or '')
-  if c and c >= token then token = c + 1 end
-end
-if token > floor then
-  -- string.format keeps all digits: Redis would print a large number in exponent form.
-  local text = string.format('%.0f', token)
-  for i = n + 1, 2 * n do
-    redis.call('SET', K[i], text, 'PX', retention)
-  end
-end
+-- missed acquisitions.
+local counters = {}
+for i = n + 1, 2 * n do counters[i - n] = K[i] end
+local token = raiseFences(counters, ARGV[6], retention)
 return {1, token}
 `,
   {
@@ -331,21 +321,13 @@ export interface ReleaseArgs {
  * on, the key prefix's length in bytes, the holder's waiter id (optional), for
  * an undo, the undoing waiter's id (else ''), and the fencing floor of a
  * hand-over (optional, see GRANT). Returns how many keys were deleted.
+ * Without fair waiting, or with nobody queued, it ends in RELEASE_FAST, at the head.
  */
 export const RELEASE = defineScript(
   'release',
-  `${GRANT}${SLOT_LUA}
+  `${RELEASE_FAST}${GRANT}${SLOT_LUA}
 local value = ARGV[1]
 local deleted = 0
-if #ARGV == 1 then
-  for i = 1, #KEYS do
-    if redis.call('GET', KEYS[i]) == value then
-      redis.call('DEL', KEYS[i])
-      deleted = deleted + 1
-    end
-  end
-  return deleted
-end
 local p = tonumber(ARGV[2])
 local base = string.sub(KEYS[1], 1, p)
 local waiter = ARGV[3] or ''

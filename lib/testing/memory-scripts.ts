@@ -420,13 +420,13 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: 'a2e2d508ccad238a33a166aa704138962a30c3bf',
+  acquire: 'b7e9781e0a4f6272a8d44cb31a83279f9923d0ee',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '6c6a2db6a8631f4842b9343fd934e69becbc4fda',
+  release: '3ff32fb7984b051ff65eb84e0ae764f7219bbc4a',
   'leave-queue': 'da7bc1dd144aa9a188e4ef7e63a9e0d7b7ba3275',
   'force-release': '74dcde24813a193e9fc212947f71f7e4fb4e52d3',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',

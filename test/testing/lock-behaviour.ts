@@ -398,6 +398,21 @@ export function describeLockBehaviour(name: string, makeBackend: () => Promise<L
       await until(async () => (await holder.inspect('fair')).waiters === 0, 'empty queues');
     });
 
+    it('keeps a resource freed by its ttl (no release, no hand-over) for the waiter queued for it', async () => {
+      const holder = client();
+      const waiter = client({ retryDelay: 3000, retryJitter: 0 });
+      const held = await holder.acquire('ttl-reserved', 1000);
+      const expired = new Promise((resolve) => held.signal.addEventListener('abort', resolve));
+      const waiting = waiter.acquire('ttl-reserved', 10_000);
+      await until(async () => (await holder.inspect('ttl-reserved')).waiters === 1, 'the waiter in the queue');
+      await expired;
+      await until(async () => (await holder.inspect('ttl-reserved')).heldOn === 0, 'the key expired on every node');
+      // A newcomer finds the key free and the queue not empty: refused, not served first.
+      await expect(client().acquire('ttl-reserved', 10_000, { retryCount: 0 })).rejects.toBeInstanceOf(ResourceBusyError);
+      // The waiter takes it at its next attempt (woken by nobody: no release ran).
+      await (await waiting).release();
+    });
+
     it('hands the lock over to a waiter on release, long before its 5 s retry delay, with no attempt of its own', async () => {
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter(client);
