@@ -5,7 +5,7 @@
  * least work: two keys built instead of four, no table of keys, no closures. Any
  * other case falls through to the full script with nothing written, so it changes
  * no answer: only what the common one costs on a node (the nodes' CPU shares the
- * machine with the client's, see README, "Where an uncontended cycle goes").
+ * machine with the client's: README, "A fast path at the head of the scripts").
  *
  * A queue is tested by EXISTS: Redis deletes an empty sorted set, so a queue key
  * exists only while someone is queued there. Where a waiter is queued (its entry
@@ -59,7 +59,7 @@ end`;
  * RELEASE's fast path (ARGV as RELEASE's): without fair waiting (ARGV: the value
  * alone), compare-and-delete; with it, for one lock key `<prefix>lock:<rest>`
  * released by a holder that never queued and is not an undo (ARGV: value, prefix
- * length), compare, then delete where no queue waits for a hand-over.
+ * length), where no queue waits for a hand-over, compare-and-delete.
  */
 export const RELEASE_FAST = `
 if #ARGV == 1 then
@@ -74,11 +74,11 @@ if #ARGV == 1 then
 end
 if #ARGV == 2 and #KEYS == 1 then
   local p = tonumber(ARGV[2])
-  if string.byte(KEYS[1], p + 5) == 58 then
+  -- The queue first: where one waits (contention), the full script reads the key, once.
+  if string.byte(KEYS[1], p + 5) == 58
+    and redis.call('EXISTS', string.sub(KEYS[1], 1, p) .. 'queue:' .. string.sub(KEYS[1], p + 6)) == 0 then
     if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-    if redis.call('EXISTS', string.sub(KEYS[1], 1, p) .. 'queue:' .. string.sub(KEYS[1], p + 6)) == 0 then
-      redis.call('DEL', KEYS[1])
-      return 1
-    end
+    redis.call('DEL', KEYS[1])
+    return 1
   end
 end`;

@@ -426,7 +426,7 @@ export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze(
   'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: '3ff32fb7984b051ff65eb84e0ae764f7219bbc4a',
+  release: '4368e967d52d944bc434fde1b8a118034fd80b13',
   'leave-queue': 'da7bc1dd144aa9a188e4ef7e63a9e0d7b7ba3275',
   'force-release': '74dcde24813a193e9fc212947f71f7e4fb4e52d3',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
