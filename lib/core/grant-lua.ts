@@ -20,8 +20,10 @@
  * which each node raises in its own order (the grants of other slots, attempts
  * taken on some nodes and undone), so the nodes' counters drift apart, and a
  * hand-over of `counter + 1` then announces a different token from each node: the
- * waiter must write the highest back before it holds (AcquireLoop.handedOver), a
- * round for about a third of the permits in the semaphore benchmark. The release
+ * waiter must wait for every node's hand-over (then it takes the quorum-th highest,
+ * see Turn.handedOver) or write the highest back before it holds
+ * (AcquireLoop.handedOver), a round for about a third of the permits in the
+ * semaphore benchmark before either remedy. The release
  * sends every node one floor, its clock in µs, above what the grants and attempts
  * before it raised the counters to (their floors, whole ms, plus one per grant), so
  * each node announces that floor: the same token, unless two releases reached the

@@ -10,6 +10,8 @@ export interface AwaitedHandOver {
   readonly anyToken?: boolean;
   /** How long to wait for the rest of a quorum of hand-overs once one came, ms. */
   readonly grace: number;
+  /** A semaphore's: how long to wait for the rest of the nodes' hand-overs once a quorum came at different tokens, ms. */
+  readonly rest: number;
 }
 
 /**
@@ -27,6 +29,8 @@ export class Turn {
   private readonly grants: (Grant | undefined)[] = [];
   private awaited: AwaitedHandOver | undefined;
   private grace: ReturnType<typeof setTimeout> | undefined;
+  /** The grace was cut short: a quorum of a semaphore's hand-overs came, at different tokens (see `heard`). */
+  private hurried = false;
   /** Per node, a semaphore's slot a release there found free with nobody queued for it, and woke this waiter to take. */
   private readonly free: (number | undefined)[] = [];
 
@@ -56,6 +60,7 @@ export class Turn {
         this.wake = undefined;
         this.awaited = undefined;
         this.grace = undefined;
+        this.hurried = false;
         resolve(stopped);
       };
       forget = onStop(() => finish(true));
@@ -74,7 +79,9 @@ export class Turn {
    * The token, and the nodes that count (`by`), when nodes that refused attempt
    * `attempt` (`eligible`) handed the lock over to this waiter on a quorum, with
    * that many announcing the highest token (as the fencing phase 2 skips its
-   * round: see `confirmToken`); undefined otherwise.
+   * round: see `confirmToken`); undefined otherwise. `storing`: how many of
+   * those nodes store the token or more already (a semaphore's waiter writes it
+   * back when they are fewer than a quorum, see AcquireLoop.handedOver).
    *
    * Why only those nodes: a node that refused the attempt got no undo from
    * it, and the waiter sends nothing between its attempts, so a key handed
@@ -83,13 +90,26 @@ export class Turn {
    * hand-over, deleting the key. And the attempt number rules out an older
    * hand-over's message, read late: the entry it came from was replaced by
    * the attempt's refusal.
+   *
+   * A semaphore's permit (`anyToken`) counts a quorum of hand-overs whatever
+   * their tokens: the nodes' counters are the resource's, raised by every
+   * slot's permits in each node's own order. When every node handed it over,
+   * its token is the quorum-th highest they announced, and nothing is written
+   * back: a quorum of nodes store at least that (their counters are at their
+   * announced tokens or above), and every permit whose acquisition completed
+   * before this one began left its token stored on a quorum, which shares a
+   * quorum of nodes with all N, each of which raised its counter above that
+   * token before announcing this one's, so the quorum-th highest of the N is
+   * above it too. With fewer than every node, it is the highest, written back
+   * where fewer than a quorum store it. `patient` (while the hand-overs are
+   * still coming in): undefined where the quorum's tokens differ and the rest
+   * of the nodes may still hand it over, so that the rest are waited for (a
+   * grace, see `heard`) rather than a write-back round made.
    */
-  handedOver({
-    attempt,
-    eligible,
-    quorum,
-    anyToken,
-  }: Omit<AwaitedHandOver, 'grace'>): { token: number; by: boolean[]; agreeing: number } | undefined {
+  handedOver(
+    { attempt, eligible, quorum, anyToken }: Omit<AwaitedHandOver, 'grace' | 'rest'>,
+    patient = false,
+  ): { token: number; by: boolean[]; storing: number } | undefined {
     let token = -1;
     let agree = 0;
     let granted = 0;
@@ -102,15 +122,20 @@ export class Turn {
         agree = 1;
       } else if (grant.token === token) agree++;
     }
-    // A semaphore's: the nodes' counters are the resource's, raised by every slot's
-    // permits in each node's own order, so the tokens may differ; the highest is
-    // written back where it is not stored yet (see AcquireLoop.handedOver).
     if (anyToken && granted >= quorum) {
-      return { token, by: packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt), agreeing: agree };
+      const by = packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt);
+      if (agree >= quorum) return { token, by, storing: agree };
+      if (granted === eligible.length) {
+        const tokens = packedMap(this.grants, (grant) => grant!.token).sort((a, b) => b - a);
+        const kth = tokens[quorum - 1]!;
+        return { token: kth, by, storing: tokens.filter((t) => t >= kth).length };
+      }
+      if (patient && !eligible.includes(false)) return undefined;
+      return { token, by, storing: agree };
     }
     if (agree < quorum) return undefined;
     const by = packedMap(eligible, (ok, i) => ok && this.grants[i]?.attempt === attempt && this.grants[i]?.token === token);
-    return { token, by, agreeing: agree };
+    return { token, by, storing: agree };
   }
 
   /** The slots wake-ups named free (see `free`), one per node that named one; then forgotten. */
@@ -143,7 +168,16 @@ export class Turn {
       this.woken = true;
       return;
     }
-    if (!grant || !awaited || grant.attempt !== awaited.attempt || this.handedOver(awaited)) return wake();
+    if (!grant || !awaited || grant.attempt !== awaited.attempt || this.handedOver(awaited, true)) return wake();
+    // A quorum of a semaphore's hand-overs at different tokens: the rest are waited for
+    // briefly (HANDOVERS_REST in acquire-loop.ts), to take the permit without a
+    // write-back round (see handedOver).
+    if (awaited.anyToken && !this.hurried && this.handedOver(awaited)) {
+      this.hurried = true;
+      clearTimeout(this.grace);
+      this.grace = setTimeout(wake, awaited.rest);
+      return;
+    }
     // The other nodes' hand-overs follow within moments, unless a node missed the release.
     this.grace ??= setTimeout(wake, awaited.grace);
   }

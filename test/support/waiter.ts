@@ -9,7 +9,8 @@ export const subscribed = (redlock: Redlock): boolean =>
  * A waiting client for the hand-over tests: a 5 s retry delay (so that only a
  * release ends its waits in time), subscribed before it waits (so that it makes
  * no extra attempt when its subscriptions are confirmed), waiting up to its node
- * timeout (1 s) for the rest of a quorum of hand-overs (unless `shortGrace`), with each
+ * timeout (1 s) for the rest of a quorum of hand-overs and, a semaphore's, for every
+ * node's (unless `shortGrace`), with each
  * of its acquisitions' `handedOver`, in order.
  */
 export async function handOverWaiter(
@@ -29,7 +30,11 @@ export async function handOverWaiter(
   });
   // The node timeout then bounds the wait for the rest of a quorum of hand-overs, not 10 ms.
   // `shortGrace`: the library's own, for the test of that attempt.
-  if (!shortGrace) (waiter as unknown as { loop: { handOverGrace: number } }).loop.handOverGrace = Infinity;
+  if (!shortGrace) {
+    const { loop } = waiter as unknown as { loop: { handOverGrace: number; handOverRest: number } };
+    loop.handOverGrace = Infinity;
+    loop.handOverRest = Infinity; // a semaphore's wait for every node's hand-over, too
+  }
   await until(() => subscribed(waiter), 'the waiter subscribed');
   return { waiter, handedOver };
 }

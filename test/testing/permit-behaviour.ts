@@ -164,28 +164,39 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       await until(async () => (await left()).every(([q, m]) => q.length === 0 && m === -2), 'every queue and marker gone');
     });
 
-    it("hands a freed permit over at one fencing token from every node where the nodes' counters had drifted apart: the releaser's clock in µs, above them", async () => {
+    /**
+     * A permit of `resource` (limit 1) held on every node, a hand-over waiter queued behind it
+     * on every node, and what the two tests of hand-over tokens below need: `raise(node, to)`
+     * raises one node's counter (as the grants of other slots and attempts undone leave the
+     * nodes' counters), `counters()` reads every node's.
+     */
+    const heldWithWaiter = async (resource: string) => {
       const holder = client();
       const { waiter, handedOver } = await handOverWaiter(client);
-      const held = await holder.acquire('drift', 10_000, { limit: 1 });
+      const held = await holder.acquire(resource, 10_000, { limit: 1 });
       // Held on every node before the waiter asks (held at a quorum, it may not have reached the last node yet).
-      await settledOnEveryNode('drift', 1, 0);
-      const waiting = waiter.acquire('drift', 10_000, { limit: 1 });
-      await settledOnEveryNode('drift', 1, 1);
-      // One node's counter raised above the waiter's floor (its clock at its attempt, in µs), as the
-      // grants of other slots and attempts undone leave the nodes' counters: that node's counter + 1
-      // would then differ from the others' hand-over tokens.
-      const [slotKey, fence] = ['redlock:lock#0:drift', 'redlock:fence:drift'];
-      const raisedAt = Date.now();
-      const raise = [secretOf(held), String(raisedAt * 1000 + 5), '1', '60000'];
-      expect(await runScript(backend.direct[0]!, CONFIRM_TOKEN, [slotKey, fence], raise)).toBe(1);
+      await settledOnEveryNode(resource, 1, 0);
+      const waiting = waiter.acquire(resource, 10_000, { limit: 1 });
+      await settledOnEveryNode(resource, 1, 1);
+      const keys = [`redlock:lock#0:${resource}`, `redlock:fence:${resource}`];
+      const raise = (node: number, to: number) =>
+        runScript(backend.direct[node]!, CONFIRM_TOKEN, keys, [secretOf(held), String(to), '1', '60000']);
       const counters = () =>
         Promise.all(
           backend.direct.map(
             async (n) =>
-              INSPECT.decode(await runScript(n, INSPECT, [slotKey, fence, 'redlock:queue#0:drift', 'redlock:kind:drift'], [])).counter,
+              INSPECT.decode(await runScript(n, INSPECT, [...keys, `redlock:queue#0:${resource}`, `redlock:kind:${resource}`], [])).counter,
           ),
         );
+      return { holder, held, waiting, handedOver, raise, counters };
+    };
+
+    it("hands a freed permit over at one fencing token from every node where the nodes' counters had drifted apart: the releaser's clock in µs, above them", async () => {
+      const { held, waiting, handedOver, raise, counters } = await heldWithWaiter('drift');
+      // One node's counter raised above the waiter's floor (its clock at its attempt, in µs):
+      // that node's counter + 1 would then differ from the others' hand-over tokens.
+      const raisedAt = Date.now();
+      expect(await raise(0, raisedAt * 1000 + 5)).toBe(1);
       expect(new Set(await counters()).size).toBe(2);
       // Two milliseconds on: the release's floor is then above the raised counter.
       await until(() => Date.now() > raisedAt + 1, 'two milliseconds past the raise');
@@ -197,6 +208,28 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(lock.fencingToken).toBeGreaterThanOrEqual(releasedAt);
       await until(async () => (await counters()).every((c) => c === String(lock.fencingToken)), 'every counter at the token');
       await lock.release();
+    });
+
+    it("hands a freed permit over with no write-back round when every node handed it over at different tokens: the quorum-th highest, which a quorum stores, above the last permit's", async () => {
+      const { holder, held, waiting, handedOver, raise, counters } = await heldWithWaiter('apart');
+      // One node's counter far above any floor the release sends (its clock in µs): that node
+      // alone then hands the permit over at a higher token than the others.
+      const ahead = (Date.now() + 3_600_000) * 1000;
+      expect(await raise(0, ahead)).toBe(1);
+      await held.release();
+      const lock = await waiting;
+      expect(handedOver).toEqual([true]);
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken!);
+      expect(lock.fencingToken).toBeLessThan(ahead);
+      // Nothing written back: the other nodes keep the token, the one ahead its own.
+      const after = (await counters()).map(Number);
+      expect(after.slice(1)).toEqual(after.slice(1).map(() => lock.fencingToken));
+      expect(after[0]).toBeGreaterThan(ahead);
+      await lock.release();
+      // The next permit, taken after this one completed, gets a higher token.
+      const next = await holder.acquire('apart', 10_000, { limit: 1 });
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken!);
+      await next.release();
     });
 
     it('gives a waiter the first permit freed, whichever slot it waited for, long before its 5 s retry delay', async () => {
