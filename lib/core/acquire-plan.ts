@@ -25,8 +25,6 @@ export interface PlanContext {
   readonly wakePrefix: string;
   /** Appended to every lock value: the holder identity, if recorded. */
   readonly identity: string;
-  /** A semaphore's slot this client released last, per resource: its next permit tries it first (see SlotChoice). */
-  readonly slotHints: SlotHints;
   /** Where lock values come from. */
   readonly random: RandomPool;
   readonly nodeTimeoutFor: (ttl: number, override?: number) => number;
@@ -93,9 +91,8 @@ export class SlotChoice {
     private readonly layout: KeyLayout,
     private readonly resource: string,
     readonly limit: number,
-    hint?: number,
   ) {
-    this.slot = hint !== undefined && hint < limit ? hint : limit > 1 ? Math.floor(Math.random() * limit) : 0;
+    this.slot = limit > 1 ? Math.floor(Math.random() * limit) : 0;
     this.keys = layout.forSlot(resource, this.slot);
   }
 
@@ -158,33 +155,6 @@ export class SlotChoice {
     return this.layout.slots(this.resource);
   }
 }
-
-/**
- * Per resource, a semaphore's slot that this client's last release of it left free
- * with nobody waiting for any slot (at most SLOT_HINTS resources, the oldest
- * forgotten first). The client's next permit of the resource, often the next call of
- * the same loop, tries that slot first instead of one drawn at random, which under
- * contention is held 3 times in 4 (limit 4) and costs a move: a second attempt. Only
- * a slot left free: one the release handed over, or whose release woke a waiter of
- * another slot to move there, is the waiters'; the next permit draws at random, as
- * it would have.
- */
-export class SlotHints {
-  private readonly last = new Map<string, number>();
-
-  get(resource: string): number | undefined {
-    return this.last.get(resource);
-  }
-
-  /** After the release of `slot`: kept when every node that answered left it free (a negative reply, see RELEASE). */
-  released(resource: string, slot: number, replies: readonly { readonly value: number }[]): void {
-    this.last.delete(resource);
-    if (replies.length === 0 || replies.some((r) => r.value >= 0)) return;
-    this.last.set(resource, slot);
-    if (this.last.size > SLOT_HINTS) this.last.delete(this.last.keys().next().value!);
-  }
-}
-const SLOT_HINTS = 256;
 
 /** Bytes of randomness in a lock's secret value (160 bits). */
 const VALUE_BYTES = 20;
@@ -275,7 +245,7 @@ function planSlots(
   const { value, waiter, ttl, retention } = base;
   const { layout, wakePrefix } = context;
   const { prefixLength } = layout;
-  const slots = new SlotChoice(layout, base.names[0]!, limit, context.slotHints.get(base.names[0]!));
+  const slots = new SlotChoice(layout, base.names[0]!, limit);
   return assemble(base, {
     keys: slots.keys,
     acquire: (attempt) => slots.acquire({ value, ttl, fair: per.fair, prefixLength, fencing: per.fencing(), attempt, limit }),

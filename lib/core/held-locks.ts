@@ -23,7 +23,7 @@ export interface Releasable {
   /** A read-write lock's permit: its own extend and release. */
   readonly permit?: PermitCalls;
   /** A semaphore's permit (a lock on one of its slots): its marker, kept alive by each extension, and its limit. */
-  readonly slot?: { readonly mark: string; readonly limit: number; readonly index: number };
+  readonly slot?: { readonly mark: string; readonly limit: number };
 }
 
 /**

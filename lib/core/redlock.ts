@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { AcquireLoop } from './acquire-loop.js';
-import { planAcquire, SlotHints, type PlanContext } from './acquire-plan.js';
+import { planAcquire, type PlanContext } from './acquire-plan.js';
 import { Closing } from './closing.js';
 import { ClientClosedError } from './errors/client-closed.error.js';
 import { InvalidArgumentError } from './errors/invalid-argument.error.js';
@@ -35,7 +35,7 @@ import { handOverFloor } from './fencing-floor.js';
 import { RandomPool } from './random-pool.js';
 import { callRound, type NodeSet } from './round.js';
 import { EXTEND, RELEASE, SLOT_EXTEND } from './scripts.js';
-import { doneVerdict, heldVerdict, slotReleasedVerdict } from './verdicts.js';
+import { doneVerdict, heldVerdict } from './verdicts.js';
 import { WakeNotifier } from './wake-notifier.js';
 
 /** Longest wait for a node to acknowledge QUIT on close, ms. */
@@ -112,7 +112,6 @@ export class Redlock {
       wakePrefix,
       identity,
       random: new RandomPool(),
-      slotHints: new SlotHints(),
       nodeTimeoutFor,
     };
     this.loop = new AcquireLoop({
@@ -323,7 +322,7 @@ export class Redlock {
     const fair = this.options.fairWaiting || held.slot ? { prefixLength: this.layout.prefixLength, leaving, floor } : undefined;
     const call =
       held.permit?.release({ member: true, leaving, skip: '' }) ?? RELEASE.call(held.keys.locks, { value: secretOf(lock), fair });
-    const round = await callRound(call, held.slot ? slotReleasedVerdict : doneVerdict, {
+    const round = await callRound(call, doneVerdict, {
       nodes: this.#set.nodes,
       quorum: this.#set.quorum,
       timeout: this.nodeTimeoutFor(lock.ttl),
@@ -332,7 +331,6 @@ export class Redlock {
       until: 'quorum',
       targets: held.sentTo,
     });
-    if (held.slot) this.#planning.slotHints.released(lock.resources[0]!, held.slot.index, round.yes);
     if (!wasHeld) return; // lost already: reported then, and best effort now
     if (this.listeners.size > 0) {
       this.emit({

@@ -320,9 +320,7 @@ export interface ReleaseArgs {
  * its lock key, as in ACQUIRE). ARGV: value; then, only when fair waiting is
  * on, the key prefix's length in bytes, the holder's waiter id (optional), for
  * an undo, the undoing waiter's id (else ''), and the fencing floor of a
- * hand-over (optional, see GRANT). Returns how many keys were deleted, negated
- * when a semaphore's slot was left free with nobody waiting for any slot (the
- * releasing client tries it first next, see SlotHints in acquire-plan.ts).
+ * hand-over (optional, see GRANT). Returns how many keys were deleted.
  * Without fair waiting, or with nobody queued, it ends in RELEASE_FAST, at the head.
  */
 export const RELEASE = defineScript(
@@ -330,7 +328,6 @@ export const RELEASE = defineScript(
   `${RELEASE_FAST}${GRANT}${SLOT_LUA}
 local value = ARGV[1]
 local deleted = 0
-local free = false
 local p = tonumber(ARGV[2])
 local base = string.sub(KEYS[1], 1, p)
 local waiter = ARGV[3] or ''
@@ -351,11 +348,10 @@ for i = 1, #KEYS do
     if head and head ~= ARGV[4] then
       grant(KEYS[i], base .. 'fence:' .. rest, h, head, base .. 'wake:' .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest, ARGV[5])
     elseif not head and tag ~= '' then
-      free = not slotFreed(base, rest, tag, firstFresh)
+      slotFreed(base, rest, tag, firstFresh)
     end
   end
 end
-if free then return -deleted end
 return deleted
 `,
   {
@@ -367,7 +363,7 @@ return deleted
       else if (fair.leaving) argv.push(fair.leaving);
       return argv;
     },
-    /** How many keys were deleted; negated for a slot left free with nobody waiting. */
+    /** How many keys were deleted. */
     decode: (reply) => Number(reply),
   },
 );

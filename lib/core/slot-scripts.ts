@@ -43,9 +43,9 @@ import { defineScript, integer } from './script.js';
  *   read-write locks").
  * - `slotFreed(base, rest, tag, firstFresh)`: slot `tag` was released with nobody
  *   queued for it: the first waiter of another slot's queue (a few looked at) is woken
- *   with this slot's number, to move here (true); with nobody waiting there either and
- *   no slot held, the marker goes (the first slot found held stops the look), so that
- *   the resource may be used as another kind at once.
+ *   with this slot's number, to move here; with nobody waiting there either and no
+ *   slot held, the marker goes (the first slot found held stops the look), so that the
+ *   resource may be used as another kind at once.
  */
 export const SLOT_LUA = `
 local function isMark(key)
@@ -103,7 +103,7 @@ local function slotFreed(base, rest, tag, firstFresh)
     local other = firstFresh(base .. 'queue' .. k, base .. 'queue-deadlines' .. k, base .. 'handover' .. k)
     if other then
       redis.pcall('PUBLISH', base .. 'wake:' .. string.match(other, '^[^.]*'), other .. ' #' .. s) -- pcall: see GRANT
-      return true
+      return
     end
   end
   for i = 0, l - 1 do

@@ -18,6 +18,3 @@ export const heldVerdict = (held: boolean, node: LockNode): Verdict => ({
 
 /** RELEASE, LEAVE_QUEUE: any answer is done (a compare-and-delete cannot refuse). */
 export const doneVerdict = (): Verdict => ({ outcome: 'ok' });
-
-/** A semaphore slot's RELEASE: done, its reply kept (negative: the slot was left free with nobody waiting). */
-export const slotReleasedVerdict = (reply: number): Verdict => ({ outcome: 'ok', value: reply });

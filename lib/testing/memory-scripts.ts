@@ -297,7 +297,6 @@ const release: Implementation = (ops, KEYS, ARGV) => {
   const p = Number(ARGV[1]);
   const base = prefixOf(KEYS[0]!, p);
   const [waiter, undoneBy, later] = [ARGV[2] ?? '', ARGV[3], ARGV[4]];
-  let free = false;
   for (const key of KEYS) {
     const { tag, rest } = splitKey(key, p, 'lock'.length);
     const [q, d, h] = [`${base}queue${tag}:${rest}`, `${base}queue-deadlines${tag}:${rest}`, `${base}handover${tag}:${rest}`];
@@ -322,10 +321,10 @@ const release: Implementation = (ops, KEYS, ARGV) => {
         later,
       );
     } else if (head === undefined && tag !== '') {
-      free = !slotFreed(ops, base, rest, tag, (...queue) => firstFresh(ops, ...queue));
+      slotFreed(ops, base, rest, tag, (...queue) => firstFresh(ops, ...queue));
     }
   }
-  return free ? -deleted : deleted;
+  return deleted;
 };
 
 /**
@@ -421,15 +420,15 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '341c810ac9eace1835c374945f308085234e4be4',
+  acquire: 'b7e9781e0a4f6272a8d44cb31a83279f9923d0ee',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
-  'slot-extend': '2d21c2733b256a54a5aeb692e3f0cb8d97dc5418',
+  'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
-  release: 'df0de042bc4918b4a0abac339736e5c6a75f0e23',
+  release: '4368e967d52d944bc434fde1b8a118034fd80b13',
   'leave-queue': 'da7bc1dd144aa9a188e4ef7e63a9e0d7b7ba3275',
-  'force-release': 'f9a0400ce5c09e0dba6c9fd21170a5f0dffb0a3d',
+  'force-release': '74dcde24813a193e9fc212947f71f7e4fb4e52d3',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
   'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',
   'permit-extend': '900ba6bbf43e254818b3ad8dc2a2c945548e988f',

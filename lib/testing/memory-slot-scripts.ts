@@ -79,8 +79,8 @@ export function shorterQueues(ops: Ops, base: string, rest: string, tag: string,
 /**
  * slotFreed: slot `tag` was released with nobody queued for it. The first waiter of
  * another slot's queue (a few looked at, the limit read from the marker) is woken
- * with this slot's number ('<waiter> #<slot>'), and true is returned; with nobody
- * there either and no slot held here, the marker is deleted.
+ * with this slot's number ('<waiter> #<slot>'); with nobody there either and no slot
+ * held here, the marker is deleted.
  */
 export function slotFreed(
   ops: Ops,
@@ -88,7 +88,7 @@ export function slotFreed(
   rest: string,
   tag: string,
   firstFresh: (q: string, d: string, h: string) => string | undefined,
-): boolean {
+): void {
   const mark = `${base}lock:${rest}`;
   const { limit } = isMark(ops, mark);
   const l = Number(limit ?? '1');
@@ -98,12 +98,11 @@ export function slotFreed(
     const other = firstFresh(`${base}queue${k}`, `${base}queue-deadlines${k}`, `${base}handover${k}`);
     if (other !== undefined) {
       ops.publish(`${base}wake:${other.split('.')[0]}`, `${other} #${s}`);
-      return true;
+      return;
     }
   }
-  for (let i = 0; i < l; i++) if (ops.exists(`${base}lock#${i}:${rest}`) === 1) return false;
+  for (let i = 0; i < l; i++) if (ops.exists(`${base}lock#${i}:${rest}`) === 1) return;
   if (limit !== undefined) ops.del(mark);
-  return false;
 }
 
 export const slotExtend: Implementation = (ops, KEYS, ARGV) => {

@@ -232,22 +232,6 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       await next.release();
     });
 
-    it('takes the slot its client left free at its first attempt: no move from a slot drawn at random', async () => {
-      const redlock = client();
-      // Every slot of a limit of 3 held by this client; then, six times, one given back (nobody
-      // waits: it is left free) and taken again.
-      const held: Lock[] = [];
-      for (let i = 0; i < 3; i++) held.push(await redlock.acquire('hint', 10_000, { limit: 3 }));
-      for (let round = 0; round < 6; round++) {
-        await held.shift()!.release();
-        // A slot drawn at random would be held 2 times in 3: refused, then moved to the free one.
-        const again = await redlock.acquire('hint', 10_000, { limit: 3 });
-        expect(again.attempts).toBe(1);
-        held.push(again);
-      }
-      await Promise.all(held.map((permit) => permit.release()));
-    });
-
     it('gives a waiter the first permit freed, whichever slot it waited for, long before its 5 s retry delay', async () => {
       // Limit 2: the waiter queued for one slot is handed it, or woken to move to the other one.
       for (const freed of [0, 1]) {
