@@ -103,8 +103,9 @@ export class Turn {
    * above it too. With fewer than every node, it is the highest, written back
    * where fewer than a quorum store it. `patient` (while the hand-overs are
    * still coming in): undefined where the quorum's tokens differ and the rest
-   * of the nodes may still hand it over, so that the rest are waited for (a
-   * grace, see `heard`) rather than a write-back round made.
+   * of the nodes may still hand it over, so that the rest are waited for
+   * (briefly, `AwaitedHandOver.rest`: see `heard`) rather than a write-back
+   * round made.
    */
   handedOver(
     { attempt, eligible, quorum, anyToken }: Omit<AwaitedHandOver, 'grace' | 'rest'>,
