@@ -50,11 +50,6 @@ export interface AcquireArgs {
   readonly attempt?: number;
   /** A semaphore's slot (its lock key \`<prefix>lock#<slot>:...\`): the semaphore's limit. */
   readonly limit?: number;
-  /**
-   * A semaphore's waiter that just moved to this slot (see SlotChoice.move): the slot it
-   * moved from, whose queue the attempt leaves first (as LEAVE_QUEUE would).
-   */
-  readonly leaving?: number;
 }
 
 /** `taken`: the lock's token in `value` (0 without fencing); refused: -1 (held by another value) or -3 (reserved for an earlier waiter). */

@@ -19,7 +19,6 @@ import { LockKindMismatchError } from './errors/lock-kind-mismatch.error.js';
 import { CONNECT_WAIT } from './node-watch.js';
 import { Turn, type AwaitedHandOver } from './turn.js';
 import { LEAVE_QUEUE } from './scripts.js';
-import type { Call } from './script.js';
 import { doneVerdict, heldVerdict } from './verdicts.js';
 import type { WakeNotifier } from './wake-notifier.js';
 import { packedFill, packedMap } from './packed.js';
@@ -118,7 +117,6 @@ export class AcquireLoop {
         () => !plan.signal?.aborted && !closing.isClosed,
         attempt,
       );
-      if (plan.slots) this.leftBehind(plan, queuedOn, outcome.sent);
       outcome.sent.forEach((sent, i) => sent && (queuedOn[i] = true));
       attempts.push({ attempt, elapsed: outcome.elapsed, nodes: outcome.reports });
       if (outcome.taken) {
@@ -130,7 +128,7 @@ export class AcquireLoop {
       const mismatch = kindMismatch(plan, outcome.reports);
       if (mismatch) throw fail(mismatch);
       // A semaphore's slot refused where another is free: that one is tried at once.
-      if (this.moveSlot(plan, set)) continue;
+      if (this.moveSlot(plan, set, outcome.sent)) continue;
       const judged = judgeAttempt(outcome.reports, set.quorum, outcome.reachedQuorum);
       // Built only to be thrown: an error's stack trace costs more than the rest of a refused attempt's bookkeeping.
       const error = () =>
@@ -159,7 +157,7 @@ export class AcquireLoop {
       }
       if (performance.now() >= plan.deadline) throw fail(error()); // a wait cut short leaves time for one
       // Woken to take a semaphore's slot freed with nobody queued for it: the next attempt goes there.
-      if (plan.slots && turn) this.moveSlot(plan, set, turn.takeFree());
+      if (plan.slots && turn) this.moveSlot(plan, set, queuedOn, turn.takeFree());
     }
   }
 
@@ -241,28 +239,18 @@ export class AcquireLoop {
 
   /**
    * A semaphore's permit moves to a free slot a quorum of nodes named, in their refusals
-   * or (`woken`) the wake-ups of their releases (see SlotChoice): its next attempt
-   * leaves the queue of the slot it leaves. True when it moved.
+   * or (`woken`) the wake-ups of their releases (see SlotChoice): it leaves
+   * the queue of the slot it leaves, where its attempts went. True when it moved.
    */
-  private moveSlot(plan: AcquirePlan, set: NodeSet, woken?: readonly number[]): boolean {
+  private moveSlot(plan: AcquirePlan, set: NodeSet, sent: readonly boolean[], woken?: readonly number[]): boolean {
     if (woken) plan.slots?.offer(woken);
-    return plan.slots?.move(set.quorum) ?? false;
-  }
-
-  /**
-   * A semaphore's attempt that left the queue of the slot its call moved from (see
-   * SlotChoice.acquire) was not sent to the nodes that look hung: where an earlier
-   * attempt queued the waiter, that queue is left in a round of its own (see `leaveQueue`).
-   */
-  private leftBehind(plan: AcquirePlan, queuedOn: readonly boolean[], sent: readonly boolean[]): void {
-    const left = plan.slots?.takeLeft();
-    if (!left || !plan.waiter) return;
-    const call = LEAVE_QUEUE.call(left, { waiter: plan.waiter, wakePrefix: this.#host.wakePrefix });
-    this.leaveQueue(
-      plan,
-      packedMap(queuedOn, (q, i) => q && !sent[i]),
-      call,
-    );
+    const left = plan.slots?.move(set.quorum);
+    if (!left) return false;
+    if (plan.waiter) {
+      const call = LEAVE_QUEUE.call(left, { waiter: plan.waiter, wakePrefix: this.#host.wakePrefix });
+      void callRound(call, doneVerdict, { nodes: set.nodes, quorum: set.quorum, timeout: plan.nodeTimeout, until: 'all', targets: sent });
+    }
+    return true;
   }
 
   /** Why the call must stop now, if it must: the client closed, or the caller aborted. */
@@ -383,12 +371,12 @@ export class AcquireLoop {
    * load would keep the waiter's reservation, and the resource refused, for
    * the whole life of its queue entry.
    */
-  private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[], call?: Call<unknown>): void {
+  private leaveQueue(plan: AcquirePlan, queuedOn: readonly boolean[]): void {
     // A permit handed over on every node it queued on (the usual hand-over) is queued nowhere
     // else: a round to no node would only build the script's arguments, the round and its promise.
     if (!queuedOn.includes(true)) return;
     const { nodes, quorum } = this.#host.set;
-    void callRound(call ?? plan.leave(), doneVerdict, { nodes, quorum, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
+    void callRound(plan.leave(), doneVerdict, { nodes, quorum, timeout: plan.nodeTimeout, until: 'all', targets: queuedOn });
   }
 }
 

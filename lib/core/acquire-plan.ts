@@ -86,10 +86,6 @@ export class SlotChoice {
    */
   private granted = 0;
   private moves = 0;
-  /** The slot this call just moved from: its next attempt leaves that slot's queue (see `acquire`). */
-  private leaving: number | undefined;
-  /** The slot the last attempt left, until `takeLeft`. */
-  private left: number | undefined;
 
   constructor(
     private readonly layout: KeyLayout,
@@ -100,17 +96,9 @@ export class SlotChoice {
     this.keys = layout.forSlot(resource, this.slot);
   }
 
-  /**
-   * The acquire of the current slot, its replies' named free slots kept. A waiter's
-   * first attempt after a move leaves the queue of the slot it moved from, in the same
-   * script: no LEAVE_QUEUE round of its own (one for about one permit in six in the
-   * semaphore benchmark, README "Semaphore").
-   */
+  /** The acquire of the current slot, its replies' named free slots kept. */
   acquire(args: AcquireArgs): Call<AcquireReply> {
-    const leaving = args.fair?.join ? this.leaving : undefined;
-    this.left = leaving;
-    this.leaving = undefined;
-    const call = ACQUIRE.call(this.keys.locks, leaving === undefined ? args : { leaving, ...args });
+    const call = ACQUIRE.call(this.keys.locks, args);
     this.named.length = 0;
     this.granted = 0;
     return {
@@ -129,10 +117,10 @@ export class SlotChoice {
   /**
    * After a refused attempt: moves to the slot most nodes named, if any (at most
    * `limit` times a call, so that callers racing for the same free slots still end up
-   * waiting in line). True when it moved: the next attempt leaves the old slot's queue.
+   * waiting in line). Returns the queue keys of the slot left, or undefined.
    */
-  move(quorum: number): boolean {
-    if (this.named.length === 0 || this.moves >= this.limit) return false;
+  move(quorum: number): readonly string[] | undefined {
+    if (this.named.length === 0 || this.moves >= this.limit) return undefined;
     const counts = new Map<number, number>();
     let best = this.named[0]!;
     for (const slot of this.named) {
@@ -142,25 +130,12 @@ export class SlotChoice {
     }
     // Named by a quorum (with the nodes that had room): free on enough nodes to be taken
     // (under contention, a slot free on a few nodes only is being taken by another).
-    if (counts.get(best)! + this.granted < quorum) return false;
-    this.leaving = this.slot;
+    if (counts.get(best)! + this.granted < quorum) return undefined;
+    const left = this.keys.queues();
     this.moves++;
     this.slot = best;
     this.keys = this.layout.forSlot(this.resource, best);
-    return true;
-  }
-
-  /** The queue keys of the slot the last attempt left, if it left one; then forgotten. */
-  takeLeft(): readonly string[] | undefined {
-    const left = this.left;
-    this.left = undefined;
-    return left === undefined ? undefined : this.layout.forSlot(this.resource, left).queues();
-  }
-
-  /** The queues a waiter that gives up leaves: its slot's, and the one it moved from if no attempt left it yet. */
-  queuesToLeave(): readonly string[] {
-    const own = this.keys.queues();
-    return this.leaving === undefined ? own : [...own, ...this.layout.forSlot(this.resource, this.leaving).queues()];
+    return left;
   }
 
   /** The slots wake-ups named free, one per node: the next `move` goes to the one a quorum named. */
@@ -277,7 +252,7 @@ function planSlots(
     // With the prefix length whether fair waiting is on or not: a slot's release drops the marker with the last permit.
     undo: () => RELEASE.call(slots.keys.locks, { value, fair: { prefixLength, undoneBy: waiter } }),
     confirm: (token) => CONFIRM_TOKEN.call(slots.keys.confirm(), { value, token, locks: 1, retention }),
-    leave: () => LEAVE_QUEUE.call(slots.queuesToLeave(), { waiter, wakePrefix }),
+    leave: () => LEAVE_QUEUE.call(slots.keys.queues(), { waiter, wakePrefix }),
     permit: undefined,
     slots,
   });

@@ -84,33 +84,3 @@ local function grant(lockKey, fenceKey, h, head, channel, mark, later)
   end
 end
 `;
-
-/**
- * Lua, after GRANT: `leave(base, tag, rest, waiter, wakePrefix)`: `waiter` leaves the
- * queue of `<base>queue<tag>:<rest>` (tag '' for a lock, '#<slot>' for a semaphore's
- * slot), for LEAVE_QUEUE and for ACQUIRE's attempt that moved from another slot. A key
- * a release handed over to it there (its hand-over holds the value) and it never took
- * up is deleted. If it was first, or its handed-over key was deleted, the next waiter
- * is handed the key or woken, as by RELEASE (the key may be free and reserved for the leaver).
- */
-export const LEAVE = `
-local function leave(base, tag, rest, waiter, wakePrefix)
-  local q, d, h = base .. 'queue' .. tag .. ':' .. rest, base .. 'queue-deadlines' .. tag .. ':' .. rest, base .. 'handover' .. tag .. ':' .. rest
-  local lockKey = base .. 'lock' .. tag .. ':' .. rest
-  local first = redis.call('ZRANGE', q, 0, 0)[1]
-  local e = redis.call('HGET', h, waiter)
-  redis.call('ZREM', q, waiter)
-  redis.call('HDEL', d, waiter)
-  redis.call('HDEL', h, waiter)
-  local freed = false
-  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ m (.*)$')
-  if v and redis.call('GET', lockKey) == v then
-    redis.call('DEL', lockKey)
-    freed = true
-  end
-  if first == waiter or freed then
-    local head = firstFresh(q, d, h)
-    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, wakePrefix .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest) end
-  end
-end
-`;

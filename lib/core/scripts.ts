@@ -3,7 +3,7 @@ import { FORCE_RELEASE, INSPECT } from './operator-scripts.js';
 import { AT_LEAST, PERMIT_SCRIPTS } from './permit-scripts.js';
 import { defineScript, integer, tuple, type Script } from './script.js';
 import { SLOT_EXTEND, SLOT_LUA } from './slot-scripts.js';
-import { GRANT, LEAVE } from './grant-lua.js';
+import { GRANT } from './grant-lua.js';
 import { ACQUIRE_FAST, RELEASE_FAST } from './fast-path-lua.js';
 
 export { SET_NX, type AcquireArgs, type AcquireReply, type FairWaiting } from './acquire-contract.js';
@@ -19,8 +19,7 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  * first-attempt-ms entry-ttl-ms attempt', joining it when refused); then, when fencing
  * or fair waiting is on, the key prefix's length in bytes; then, only when
  * fencing is on, the counters' retention ms and the acquiring client's clock in
- * µs; then, for a semaphore's slot, its limit, and the slot its waiter moved from,
- * if it just did. A resource's other keys (its fence counter, queue and queue deadlines) are
+ * µs. A resource's other keys (its fence counter, queue and queue deadlines) are
  * its lock key with `lock:` after the prefix changed to their kind: built here,
  * not sent. Every argument costs on both ends (ioredis encodes it for each node,
  * the server makes a Lua string of it): three keys fewer per resource, and the
@@ -36,7 +35,7 @@ export { FORCE_RELEASE, INSPECT, type ForceReleaseArgs, type ForceReleaseReply, 
  */
 export const ACQUIRE = defineScript(
   'acquire',
-  `${ACQUIRE_FAST}${AT_LEAST}${SLOT_LUA}${GRANT}${LEAVE}
+  `${ACQUIRE_FAST}${AT_LEAST}${SLOT_LUA}
 local value = ARGV[1]
 local spec = ARGV[3]
 local fair = spec ~= ''
@@ -70,9 +69,6 @@ if ARGV[4] then
     end
   end
 end
--- A semaphore's waiter that moved from another slot ('#<slot>') leaves its queue first:
--- here rather than in a LEAVE_QUEUE round of its own (see SlotChoice.move).
-if ARGV[8] and fair and spec ~= '-' then leave(base, ARGV[8], rest, string.match(spec, '^%S+'), base .. 'wake:') end
 if limit then
   local other = otherKind(base, rest, limit)
   if other then return redis.error_reply('WRONGKIND ' .. other) end
@@ -218,13 +214,11 @@ return {1, token}
 `,
   {
     // Every argument costs on both ends: the layout is told by the counts, not by flags.
-    argv: ({ value, ttl, fair, fencing, prefixLength, attempt, limit, leaving }: AcquireArgs) => {
+    argv: ({ value, ttl, fair, fencing, prefixLength, attempt, limit }: AcquireArgs) => {
       const spec = !fair ? '' : fair.join ? `${fair.join.waiter} ${fair.join.since} ${fair.join.entryTtl} ${attempt ?? 1}` : '-';
       if (limit !== undefined) {
         const [retention, floor] = fencing ? [String(fencing.retention), String(fencing.floor)] : ['', ''];
-        const argv = [value, String(ttl), spec, String(prefixLength), retention, floor, String(limit)];
-        if (leaving !== undefined) argv.push(`#${leaving}`);
-        return argv;
+        return [value, String(ttl), spec, String(prefixLength), retention, floor, String(limit)];
       }
       if (fencing) return [value, String(ttl), spec, String(prefixLength), String(fencing.retention), String(fencing.floor)];
       return fair ? [value, String(ttl), spec, String(prefixLength)] : [value, String(ttl), spec];
@@ -375,19 +369,39 @@ return deleted
 );
 
 /**
- * A waiter that gave up leaves the queues, each as LEAVE (grant-lua.ts) says. KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake
+ * A waiter that gave up leaves the queues. A lock a release handed over to it
+ * (GRANT) and it never took up is deleted (its hand-over holds the value). If it was
+ * first, or its handed-over key was deleted, the next waiter is handed the
+ * resource or woken, as by RELEASE (it may be free and reserved for the leaver).
+ * KEYS: for each resource, its queue and deadlines. ARGV: waiter id, wake
  * channel prefix (`<prefix>wake:`: the lock, counter and hand-over keys are
  * built from it and the queue key, as ACQUIRE builds its keys).
  */
 export const LEAVE_QUEUE = defineScript(
   'leave-queue',
-  `${GRANT}${LEAVE}
+  `${GRANT}
 local base = string.sub(ARGV[2], 1, #ARGV[2] - 5)
 for i = 1, #KEYS, 2 do
+  local q, d = KEYS[i], KEYS[i + 1]
   -- A semaphore slot's queue ('queue#<slot>:'): that slot's lock and hand-overs.
-  local q = KEYS[i]
   local c = string.find(q, ':', #base + 6, true)
-  leave(base, string.sub(q, #base + 6, c - 1), string.sub(q, c + 1), ARGV[1], ARGV[2])
+  local tag, rest = string.sub(q, #base + 6, c - 1), string.sub(q, c + 1)
+  local lockKey, h = base .. 'lock' .. tag .. ':' .. rest, base .. 'handover' .. tag .. ':' .. rest
+  local first = redis.call('ZRANGE', q, 0, 0)[1]
+  local e = redis.call('HGET', h, ARGV[1])
+  redis.call('ZREM', q, ARGV[1])
+  redis.call('HDEL', d, ARGV[1])
+  redis.call('HDEL', h, ARGV[1])
+  local freed = false
+  local v = e and string.match(e, '^%S+ %S+ %S+ %S+ m (.*)$')
+  if v and redis.call('GET', lockKey) == v then
+    redis.call('DEL', lockKey)
+    freed = true
+  end
+  if first == ARGV[1] or freed then
+    local head = firstFresh(q, d, h)
+    if head then grant(lockKey, base .. 'fence:' .. rest, h, head, ARGV[2] .. string.match(head, '^[^.]*'), tag ~= '' and base .. 'lock:' .. rest) end
+  end
 end
 return 1
 `,

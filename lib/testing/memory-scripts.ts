@@ -80,8 +80,6 @@ interface AcquireCall {
   readonly floor?: string;
   /** A semaphore's slot: the semaphore's limit. */
   readonly limit?: string;
-  /** A semaphore's waiter that just moved to this slot: the slot's tag ('#<slot>') it left. */
-  readonly leaving?: string;
   /** Resources. */
   readonly n: number;
   /** The Lua's K: the lock keys, then (fencing on) the fence counters, then (fair) each queue and deadlines, then each hand-overs. */
@@ -100,18 +98,13 @@ interface AcquireCall {
 }
 
 function acquireCall(KEYS: readonly string[], ARGV: readonly string[]): AcquireCall {
-  const [value, ttl, spec, prefixLength, sentRetention, floor, limit, leaving] = ARGV as [
-    string,
-    string,
-    string,
-    ...(string | undefined)[],
-  ];
+  const [value, ttl, spec, prefixLength, sentRetention, floor, limit] = ARGV as [string, string, string, ...(string | undefined)[]];
   const fair = spec !== '';
   const retention = sentRetention === '' ? undefined : sentRetention;
   const n = KEYS.length;
   const q0 = retention !== undefined ? 2 * n : n;
   const [waiter, since, entryTtl, attempt] = spec === '-' ? [] : spec.split(' ');
-  const call = { value, ttl, fair, retention, floor, limit, leaving, n, q0, waiter, since, entryTtl, attempt };
+  const call = { value, ttl, fair, retention, floor, limit, n, q0, waiter, since, entryTtl, attempt };
   // Without the prefix length, the lock keys are all there is.
   if (prefixLength === undefined) return { ...call, keys: KEYS };
   const p = Number(prefixLength);
@@ -231,8 +224,6 @@ function fenceToken(ops: Ops, call: AcquireCall, mine: number): number {
 const acquire: Implementation = (ops, KEYS, ARGV) => {
   const call = acquireCall(KEYS, ARGV);
   const { limit, base, rest } = call;
-  if (call.leaving !== undefined && call.fair && call.waiter !== undefined)
-    leave(ops, base!, call.leaving, rest!, call.waiter, `${base!}wake:`);
   if (limit !== undefined) {
     const other = otherKind(ops, base!, rest!, limit);
     if (other !== undefined) throw new Error(`WRONGKIND ${other}`);
@@ -372,32 +363,27 @@ function grant(
   ops.publish(channel, `${head} ${entry.attempt} ${token}`);
 }
 
-/** LEAVE (grant-lua.ts): `waiter` leaves the queue `<base>queue<tag>:<rest>`, its handed-over key deleted, the next waiter served. */
-function leave(ops: Ops, base: string, tag: string, rest: string, waiter: string, wakePrefix: string): void {
-  const [q, d, h] = [`${base}queue${tag}:${rest}`, `${base}queue-deadlines${tag}:${rest}`, `${base}handover${tag}:${rest}`];
-  const lockKey = `${base}lock${tag}:${rest}`;
-  const first = ops.zfirst(q);
-  const entry = handOverOf(ops.hget(h, waiter));
-  ops.zrem(q, waiter);
-  ops.hdel(d, waiter);
-  ops.hdel(h, waiter);
-  const freed = entry !== undefined && ops.get(lockKey) === entry.value;
-  if (freed) ops.del(lockKey);
-  if (first === waiter || freed) {
-    const head = firstFresh(ops, q, d, h);
-    if (head !== undefined) {
-      grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(wakePrefix, head), tag !== '' ? `${base}lock:${rest}` : undefined);
-    }
-  }
-}
-
 const leaveQueue: Implementation = (ops, KEYS, ARGV) => {
   // The lock, counter and hand-over keys, built from the wake prefix and the queue key as the script does.
   const base = ARGV[1]!.slice(0, -'wake:'.length);
   for (let i = 0; i < KEYS.length; i += 2) {
+    const [q, d] = [KEYS[i]!, KEYS[i + 1]!];
     // A semaphore slot's queue ('queue#<slot>:'): that slot's lock and hand-overs.
-    const { tag, rest } = splitKey(KEYS[i]!, Buffer.byteLength(base), 'queue'.length);
-    leave(ops, base, tag, rest, ARGV[0]!, ARGV[1]!);
+    const { tag, rest } = splitKey(q, Buffer.byteLength(base), 'queue'.length);
+    const [lockKey, h] = [`${base}lock${tag}:${rest}`, `${base}handover${tag}:${rest}`];
+    const first = ops.zfirst(q);
+    const entry = handOverOf(ops.hget(h, ARGV[0]!));
+    ops.zrem(q, ARGV[0]!);
+    ops.hdel(d, ARGV[0]!);
+    ops.hdel(h, ARGV[0]!);
+    const freed = entry !== undefined && ops.get(lockKey) === entry.value;
+    if (freed) ops.del(lockKey);
+    if (first === ARGV[0] || freed) {
+      const head = firstFresh(ops, q, d, h);
+      if (head !== undefined) {
+        grant(ops, lockKey, `${base}fence:${rest}`, h, head, wakeChannel(ARGV[1]!, head), tag !== '' ? `${base}lock:${rest}` : undefined);
+      }
+    }
   }
   return 1;
 };
@@ -434,14 +420,14 @@ const BY_SHA = new Map([...IMPLEMENTATIONS].map(([script, run]) => [script.sha, 
  * its twin must be reviewed and this table updated.
  */
 export const IMPLEMENTED_SHAS: Readonly<Record<string, string>> = Object.freeze({
-  acquire: '3a2693d1feaa4ce71a20a5b3f1adc5b184df30b2',
+  acquire: 'b7e9781e0a4f6272a8d44cb31a83279f9923d0ee',
   'confirm-token': '2d850f47b410020965c746ec96f022c19ea2ebe0',
   extend: '6a675cd8e12e2285083b1e41ad7c1e77638f584f',
   'slot-extend': 'dc39809bfc2c07ecf71210c413dd63d3b39376da',
   inspect: '575d9e652dfd2a4cc8ebe7f1618e10d7fb0bfa24',
   'fenced-access': '561b03b518fa7297b0bff7bdd33790191b028255',
   release: '4368e967d52d944bc434fde1b8a118034fd80b13',
-  'leave-queue': '72d27b1436ddfa429ba1de123a6ec6cbbe3592b0',
+  'leave-queue': 'da7bc1dd144aa9a188e4ef7e63a9e0d7b7ba3275',
   'force-release': '74dcde24813a193e9fc212947f71f7e4fb4e52d3',
   'permit-acquire': 'c68bfb316282cca5c117b10779e211a088b442d2',
   'permit-confirm': '85899c8d4ef9e833e32b8eeea1e91743454cd0b7',

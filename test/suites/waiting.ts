@@ -11,8 +11,6 @@ import { commandCalls, keysLeft, onEveryNode } from '../support/node-stats.js';
 import type { NodeKind, OpenedNodes } from '../support/node-kinds.js';
 import { until } from '../support/until.js';
 import { handOverWaiter, subscribed } from '../support/waiter.js';
-import { secretOf } from '../../lib/core/lock.js';
-import { ACQUIRE, LEAVE_QUEUE } from '../../lib/core/scripts.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 
 export function describeWaiting(kind: NodeKind): void {
@@ -286,44 +284,6 @@ export function describeWaiting(kind: NodeKind): void {
       const lock = await waiting;
       expect(lock).toMatchObject({ resources: ['deadline'] });
       await (lock as Lock).release();
-    });
-
-    it("moves a semaphore's waiter to a slot freed with nobody queued there, leaving its old slot's queue in the moved attempt: no round of its own", async () => {
-      const holder = client();
-      const waiter = client({ retryDelay: 5000, retryJitter: 0 }); // polling alone would take 5 s
-      await until(() => subscribed(waiter), 'the waiter subscribed');
-      const held = [await holder.acquire('moves', 10_000, { limit: 2 }), await holder.acquire('moves', 10_000, { limit: 2 })];
-      const slotKeys = ['redlock:lock#0:moves', 'redlock:lock#1:moves'];
-      await until(async () => (await onEveryNode(raw, slotKeys[0]!)) && onEveryNode(raw, slotKeys[1]!), 'both slots held on every node');
-      const waiting = waiter.acquire('moves', 10_000, { limit: 2 });
-      const queuedAt = async (slot: number) =>
-        (await Promise.all(raw.map((r) => r.zcard(`redlock:queue#${slot}:moves`)))).every((n) => n === 1);
-      await until(async () => (await queuedAt(0)) || queuedAt(1), 'the waiter queued for one slot on every node');
-      const other = (await queuedAt(0)) ? 1 : 0;
-      const onOther = await raw[0]!.get(slotKeys[other]!);
-      // Every script each node runs from here on: [sha, KEYS[1], last argument].
-      const monitors = await Promise.all(raw.map((r) => r.monitor()));
-      const ran = monitors.map(() => [] as string[][]);
-      monitors.forEach((m, i) =>
-        m.on(
-          'monitor',
-          (_at: string, args: string[]) => args[0]?.toLowerCase() === 'evalsha' && ran[i]!.push([args[1]!, args[3]!, args.at(-1)!]),
-        ),
-      );
-      // The other slot freed with nobody queued for it: its release wakes the waiter to move there.
-      await held.find((lock) => secretOf(lock) === onOther)!.release();
-      const lock = await waiting;
-      const moved = (run: string[]) => run[0] === ACQUIRE.sha && run[1] === slotKeys[other];
-      await until(() => ran.every((node) => node.some(moved)), 'the attempt on the freed slot on every node');
-      monitors.forEach((m) => m.disconnect());
-      // That attempt left the old slot's queue itself: no LEAVE_QUEUE on any node.
-      for (const node of ran) {
-        expect(node.filter((run) => run[0] === LEAVE_QUEUE.sha)).toEqual([]);
-        expect(node.find(moved)![2]).toBe(`#${1 - other}`);
-      }
-      expect(await keysLeft(raw, `redlock:queue#${1 - other}:moves`)).toEqual([]);
-      expect(await raw[0]!.get(slotKeys[other]!)).toBe(secretOf(lock));
-      await Promise.all([lock.release(), ...held.filter((h) => h.isHeld).map((h) => h.release())]);
     });
 
     it('shares one resource fairly among eight contending clients', async () => {

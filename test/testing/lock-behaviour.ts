@@ -24,8 +24,6 @@ import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 export interface DirectNode extends ScriptRunner {
   zrange(key: string, start: number, stop: number): Promise<string[]>;
   pttl(key: string): Promise<number>;
-  get(key: string): Promise<string | null>;
-  hgetall(key: string): Promise<Record<string, string>>;
 }
 
 /** A set of nodes to run the suite on, and what the suite needs to do to them. */

@@ -19,7 +19,7 @@ import {
   type RedlockOptions,
 } from '../../lib/index.js';
 import { PERMIT_ACQUIRE, PERMIT_RELEASE } from '../../lib/core/permit-scripts.js';
-import { ACQUIRE, CONFIRM_TOKEN, RELEASE } from '../../lib/core/scripts.js';
+import { ACQUIRE, CONFIRM_TOKEN } from '../../lib/core/scripts.js';
 import { INSPECT } from '../../lib/core/operator-scripts.js';
 import { runScript } from '../../lib/core/script.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
@@ -91,26 +91,6 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
         const counts = await Promise.all(backend.direct.map(async (n) => Promise.all([held(n), n.zrange(queue, 0, -1)])));
         return counts.every(([h, q]) => h === holders && q.length === waiters);
       }, `${holders} holding and ${waiters} queued for ${resource} on every node`);
-    /**
-     * ACQUIRE of slot `i` of semaphore `resource` (limit 2) on one node, as the client sends
-     * a slot's acquire: a waiter joins the queue at `since()`; `leaving`, the slot it moved from.
-     */
-    const slotOnNode =
-      (node: DirectNode, resource: string, since: () => number) => (i: number, value: string, waiter?: string, leaving?: number) =>
-        runScript(
-          node,
-          ACQUIRE,
-          [`redlock:lock#${i}:${resource}`],
-          ACQUIRE.argv({
-            value,
-            ttl: 10_000,
-            prefixLength: 'redlock:'.length,
-            limit: 2,
-            attempt: 1,
-            leaving,
-            fair: { join: waiter === undefined ? undefined : { waiter, since: since(), entryTtl: ENTRY_TTL } },
-          }),
-        ).then((reply) => ACQUIRE.decode(reply));
     /** Whether a permit is refused now (one taken is given back before it answers). */
     const refusedNow = (redlock: Redlock, resource: string, options: AcquireOptions) =>
       redlock.acquire(resource, 5000, { ...options, retryCount: 0 }).then(
@@ -274,10 +254,24 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
 
     it('names a slot whose queue is at least 3 places shorter to a waiter refused at the back of a long one, and no other', async () => {
       // Slot by slot on one node, as the client sends a slot's acquire: limit 2, both slots held.
+      const node = backend.direct[0]!;
       const start = Date.now();
       let n = 0;
-      // Places one ms apart, in the order of the calls.
-      const slot = slotOnNode(backend.direct[0]!, 'uneven', () => start + ++n);
+      const slot = (i: number, value: string, waiter?: string) =>
+        runScript(
+          node,
+          ACQUIRE,
+          [`redlock:lock#${i}:uneven`],
+          ACQUIRE.argv({
+            value,
+            ttl: 10_000,
+            prefixLength: 'redlock:'.length,
+            limit: 2,
+            attempt: 1,
+            // Places one ms apart, in the order of the calls.
+            fair: { join: waiter === undefined ? undefined : { waiter, since: start + ++n, entryTtl: ENTRY_TTL } },
+          }),
+        ).then((reply) => ACQUIRE.decode(reply));
       const refused = { taken: false, value: -1 };
       expect((await slot(0, 'h0')).taken).toBe(true);
       expect((await slot(1, 'h1')).taken).toBe(true);
@@ -291,27 +285,6 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await slot(0, 'v-h', 'c1.h')).toEqual({ ...refused, free: [1] });
       // A caller that does not queue is named nothing.
       expect(await slot(0, 'v-i')).toEqual(refused);
-    });
-
-    it("leaves the queue of the slot a waiter moved from in the moved attempt's own script, as LEAVE_QUEUE would: a permit handed to it there goes to the next waiter", async () => {
-      // Slot by slot on one node, as the client sends a slot's acquire: limit 2, both slots held.
-      const node = backend.direct[0]!;
-      const start = Date.now();
-      const slot = slotOnNode(node, 'moved', () => start);
-      expect((await slot(0, 'h0')).taken).toBe(true);
-      expect((await slot(1, 'h1')).taken).toBe(true);
-      // Two waiters queue for slot 0; its release hands it to the first.
-      expect((await slot(0, 'v-a', 'c1.a')).taken).toBe(false);
-      expect((await slot(0, 'v-b', 'c2.b')).taken).toBe(false);
-      await runScript(node, RELEASE, ['redlock:lock#0:moved'], RELEASE.argv({ value: 'h0', fair: { prefixLength: 'redlock:'.length } }));
-      expect(await node.get('redlock:lock#0:moved')).toBe('v-a');
-      // The first moves to slot 1 before it reads the hand-over: its attempt there (refused: h1 holds
-      // it) leaves slot 0's queue, deletes the permit handed to it, and slot 0 goes to the next waiter.
-      expect((await slot(1, 'v-a', 'c1.a', 0)).taken).toBe(false);
-      expect(await node.get('redlock:lock#0:moved')).toBe('v-b');
-      expect(await node.zrange('redlock:queue#0:moved', 0, -1)).toEqual(['c2.b']);
-      expect(Object.keys(await node.hgetall('redlock:handover#0:moved'))).not.toContain('c1.a');
-      expect(await node.zrange('redlock:queue#1:moved', 0, -1)).toEqual(['c1.a']);
     });
 
     it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {

@@ -21,8 +21,6 @@ const redisBackend = async (): Promise<PermitBackend> => {
       eval: r.eval.bind(r),
       zrange: (key: string, start: number, stop: number) => r.zrange(key, start, String(stop)),
       pttl: (key: string) => r.pttl(key),
-      get: (key: string) => r.get(key),
-      hgetall: (key: string) => r.hgetall(key),
     })),
     deleteKey: async (i, key) => void (await raw[i]!.del(key)),
     flush: async () => void (await Promise.all(raw.map((r) => r.flushall()))),
