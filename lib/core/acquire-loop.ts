@@ -322,7 +322,7 @@ export class AcquireLoop {
         sentTo: outcome.sent,
         queuedAs: waiter,
         unconfirmed: queued || !waiter ? undefined : outcome.unconfirmed,
-        slot: slots && { mark: slots.mark, limit: slots.limit },
+        slot: slots && { mark: slots.mark, limit: slots.limit, index: slots.slot },
       });
     }
     if (plan.autoExtend) lock.startAutoExtend();

@@ -3,6 +3,7 @@ import { validateResources, type KeyLayout, type LockKeys } from './keys.js';
 import { checkTtl, resolveRetry, type AcquireOptions, type ResolvedOptions } from './options.js';
 import { queuePosition } from './queue-position.js';
 import type { RandomPool } from './random-pool.js';
+import type { SlotMemory } from './slot-memory.js';
 import { validityOf } from './quorum.js';
 import { permitCalls, permitOf, type PermitCalls, type PermitKind } from './permit.js';
 import type { Call } from './script.js';
@@ -27,6 +28,8 @@ export interface PlanContext {
   readonly identity: string;
   /** Where lock values come from. */
   readonly random: RandomPool;
+  /** The slot of each semaphore's last permit this client released: its next permit's first try. */
+  readonly slotMemory: SlotMemory;
   readonly nodeTimeoutFor: (ttl: number, override?: number) => number;
 }
 
@@ -66,8 +69,9 @@ export interface AcquirePlan {
 
 /**
  * A semaphore's permit is one of its `limit` slots, each a lock of its own (see
- * slot-scripts.ts). A call draws the slot it tries first, at random, so that
- * callers at the same moment rarely want the same one; a node that refuses it names
+ * slot-scripts.ts). A call tries first the slot of its client's last permit of the
+ * resource (see SlotMemory), or one drawn at random, so that callers at the same
+ * moment rarely want the same one; a node that refuses it names
  * the slots it has free with nobody queued (or, with none free, those whose queue is
  * much shorter for this caller), and the call moves at once to one a majority named
  * (leaving the queue it joined); else it waits in its slot's queue, for that slot's
@@ -87,12 +91,14 @@ export class SlotChoice {
   private granted = 0;
   private moves = 0;
 
+  /** `first`: the slot to try first (see SlotMemory); else one drawn at random. */
   constructor(
     private readonly layout: KeyLayout,
     private readonly resource: string,
     readonly limit: number,
+    first?: number,
   ) {
-    this.slot = limit > 1 ? Math.floor(Math.random() * limit) : 0;
+    this.slot = first ?? (limit > 1 ? Math.floor(Math.random() * limit) : 0);
     this.keys = layout.forSlot(resource, this.slot);
   }
 
@@ -245,7 +251,7 @@ function planSlots(
   const { value, waiter, ttl, retention } = base;
   const { layout, wakePrefix } = context;
   const { prefixLength } = layout;
-  const slots = new SlotChoice(layout, base.names[0]!, limit);
+  const slots = new SlotChoice(layout, base.names[0]!, limit, context.slotMemory.take(base.names[0]!, limit));
   return assemble(base, {
     keys: slots.keys,
     acquire: (attempt) => slots.acquire({ value, ttl, fair: per.fair, prefixLength, fencing: per.fencing(), attempt, limit }),

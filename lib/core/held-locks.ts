@@ -22,8 +22,8 @@ export interface Releasable {
   readonly unconfirmed?: { readonly count: number };
   /** A read-write lock's permit: its own extend and release. */
   readonly permit?: PermitCalls;
-  /** A semaphore's permit (a lock on one of its slots): its marker, kept alive by each extension, and its limit. */
-  readonly slot?: { readonly mark: string; readonly limit: number };
+  /** A semaphore's permit (a lock on one of its slots): its marker, kept alive by each extension, its limit, and the slot. */
+  readonly slot?: { readonly mark: string; readonly limit: number; readonly index: number };
 }
 
 /**

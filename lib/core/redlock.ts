@@ -33,6 +33,7 @@ import type { AttemptReport } from './outcome.js';
 import { defaultNodeTimeout, quorumOf, validityOf } from './quorum.js';
 import { handOverFloor } from './fencing-floor.js';
 import { RandomPool } from './random-pool.js';
+import { SlotMemory } from './slot-memory.js';
 import { callRound, type NodeSet } from './round.js';
 import { EXTEND, RELEASE, SLOT_EXTEND } from './scripts.js';
 import { doneVerdict, heldVerdict } from './verdicts.js';
@@ -112,6 +113,7 @@ export class Redlock {
       wakePrefix,
       identity,
       random: new RandomPool(),
+      slotMemory: new SlotMemory(),
       nodeTimeoutFor,
     };
     this.loop = new AcquireLoop({
@@ -314,6 +316,7 @@ export class Redlock {
     const wasHeld = this.locks.forget(lock);
     const heldFor = Date.now() - lock.acquiredAt;
     lock.markReleased();
+    if (held.slot) this.#planning.slotMemory.released(lock.resources[0]!, held.slot.index);
     const leaving = !held.unconfirmed || held.unconfirmed.count > 0 ? held.queuedAs : '';
     // A semaphore's slot always: its release is what drops the marker with the last permit (see slot-scripts.ts).
     // A slot's hand-over token: the release's floor keeps the nodes' tokens alike (see GRANT); a mutex's

@@ -287,6 +287,30 @@ export function describePermitBehaviour(name: string, makeBackend: () => Promise
       expect(await slot(0, 'v-i')).toEqual(refused);
     });
 
+    it("tries a client's next permit on the slot its last permit of the resource held, not on one drawn at random", async () => {
+      const redlock = client();
+      // The slot held on node 0, -1 for none (one permit at a time here).
+      const slotNow = async () => {
+        const ttls = await Promise.all([0, 1, 2, 3].map((i) => backend.direct[0]!.pttl(`redlock:lock#${i}:again`)));
+        return ttls.findIndex((ttl) => ttl > 0);
+      };
+      // A permit is decided at a quorum: node 0 may answer later.
+      const heldOn = async () => {
+        await until(async () => (await slotNow()) >= 0, 'the permit on node 0');
+        return slotNow();
+      };
+      const first = await redlock.acquire('again', 10_000, { limit: 4 });
+      const slot = await heldOn();
+      await first.release();
+      // Drawn at random, 8 permits in a row on that slot of 4 would be one chance in 65536.
+      for (let i = 0; i < 8; i++) {
+        await until(async () => (await slotNow()) < 0, 'the last permit released on node 0');
+        const permit = await redlock.acquire('again', 10_000, { limit: 4 });
+        expect(await heldOn()).toBe(slot);
+        await permit.release();
+      }
+    });
+
     it('serves waiters in order: a freed permit is reserved for the first waiter, not for whoever asks next', async () => {
       const holder = client();
       const first = client({ retryDelay: 5000, retryJitter: 0 });
