@@ -18,6 +18,7 @@ import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { otherIoredis, QUICK_CLOSE } from '../support/other-ioredis.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
+import { TcpProxy } from '../faults/tcp-proxy.js';
 
 let fleet: RedisFleet;
 let Redis: Awaited<ReturnType<typeof otherIoredis>>;
@@ -131,6 +132,29 @@ describe('clients with an offline queue (ioredis default)', () => {
       expect(attempts[0]!.nodes.slice(1).map((n) => n.outcome)).toEqual(['error', 'error']);
     } finally {
       await local.stop();
+    }
+  });
+});
+
+describe('clients with an offline queue, reconnecting to a node that accepts but does not answer', () => {
+  it('fail a call at once, instead of queueing it until its timeout (the listing waited 5 s per such node)', async () => {
+    const proxy = await TcpProxy.latency(fleet.ports[2]!, 0, 0);
+    try {
+      const hanging = new Redis(`redis://127.0.0.1:${proxy.port}`, QUICK_CLOSE);
+      hanging.on('error', () => undefined);
+      opened.push(hanging);
+      const locks = redlock([...appClients().slice(0, 2), hanging]);
+      await (await locks.acquire('reconnecting', 10_000, once)).release();
+      // The connection is cut; ioredis reconnects and waits for ever for its ready check's answer.
+      proxy.silence();
+      await until(() => hanging.status === 'connect', 'the client reconnected, its ready check unanswered');
+      const seen = await locks.inspect('reconnecting');
+      expect(seen.nodes.map((node) => node.state)).toEqual(['free', 'free', 'error']);
+      const started = performance.now();
+      expect((await locks.list('*')).scanned).toBe(2);
+      expect(performance.now() - started).toBeLessThan(1500);
+    } finally {
+      await proxy.stop();
     }
   });
 });

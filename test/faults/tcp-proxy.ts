@@ -8,6 +8,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  *   that came before it (byte order kept, so RESP stays intact).
  * - `blackhole()`: accepts connections and never answers nor forwards
  *   anything (a partitioned path: the client sees timeouts, not refusals).
+ *   `silence()` turns a latency proxy into one: its connections are cut, and
+ *   the client's reconnects hang.
  *
  * Loopback only; `stop()` destroys every socket it holds.
  */
@@ -15,6 +17,7 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private server!: Server;
+  private silent = false;
   port = 0;
 
   private constructor(
@@ -49,7 +52,7 @@ export class TcpProxy {
 
   private accept(client: Socket): void {
     this.track(client);
-    if (this.targetPort === undefined) {
+    if (this.targetPort === undefined || this.silent) {
       client.on('data', () => undefined); // swallowed: nothing ever comes back
       return;
     }
@@ -90,6 +93,12 @@ export class TcpProxy {
         this.timers.add(timer);
       }
     });
+  }
+
+  /** Cuts every connection, and from now on accepts new ones without ever answering (see `blackhole`). */
+  silence(): void {
+    this.silent = true;
+    for (const socket of this.sockets) socket.destroy();
   }
 
   async stop(): Promise<void> {

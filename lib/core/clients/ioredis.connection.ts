@@ -71,6 +71,12 @@ export function openIoredis(spec: string | RedisOptions): Redis {
 
 /** ioredis's states between connections, when its offline queue would hold a command until the next one. */
 const BETWEEN_CONNECTIONS = new Set(['close', 'reconnecting', 'end']);
+/**
+ * ioredis's states while a connection is made (before its ready check is
+ * answered), when its offline queue holds a command too: down on a reconnect,
+ * which may hang (a server that accepts and never answers), not on the first.
+ */
+const RECONNECTING = new Set(['connecting', 'connect']);
 
 /** The events this adapter maps, by the lock connection's name. */
 const EVENTS = { ready: 'ready', lost: 'close', end: 'end', error: 'error' } as const;
@@ -136,8 +142,9 @@ export class IoredisConnection implements LockConnection {
    * queued, it would wait past any node timeout, so a majority down took every
    * retry's timeouts to say so, where the connections the library opens (no
    * offline queue) fail at once. The application's own commands keep its queue.
-   * A command sent while a connection is being made waits for it, as the first
-   * call waits for the first connections.
+   * A command sent while the first connection is being made waits for it, as
+   * the first call waits for the first connections; one sent while a
+   * reconnect is made fails at once, as between connections.
    */
   #refusedWhileDown(done: Done): boolean {
     const error = this.#downError();
@@ -148,8 +155,22 @@ export class IoredisConnection implements LockConnection {
 
   /** Why a command must fail at once (see `#refusedWhileDown`), or `undefined`. */
   #downError(): Error | undefined {
-    if (!this.#queuesOffline || !BETWEEN_CONNECTIONS.has(this.#client.status)) return undefined;
-    return new Error(`not connected (${this.#client.status})`);
+    if (!this.#queuesOffline) return undefined;
+    const { status } = this.#client;
+    if (!BETWEEN_CONNECTIONS.has(status) && !(RECONNECTING.has(status) && this.#reconnects() > 0)) return undefined;
+    return new Error(`not connected (${status})`);
+  }
+
+  /**
+   * Connection attempts that failed since the client was last ready (ioredis
+   * counts them until one is ready): a reconnect under way, where a command
+   * would wait in the offline queue as it does between connections. Private
+   * in ioredis's types, but kept by every version since 4 and by iovalkey; a
+   * client without it is waited for on every connection, as before.
+   */
+  #reconnects(): number {
+    const { retryAttempts } = this.#client as unknown as { retryAttempts?: unknown };
+    return typeof retryAttempts === 'number' ? retryAttempts : 0;
   }
 
   /**
