@@ -27,7 +27,10 @@ export async function scanNode(node: LockNode, bounds: ScanBounds): Promise<Scan
   const keys = new Set<string>();
   const budget = { calls: bounds.calls };
   try {
-    for (const step of node.connection.scanners()) {
+    const steps = node.connection.scanners();
+    // A Cluster client that lost every server knows no primary: scanning none, it would pass for a node scanned, with no lock.
+    if (steps.length === 0) throw new Error('no primary known to scan');
+    for (const step of steps) {
       if (!(await scanServer(step, bounds, keys, budget))) return { keys: [...keys], complete: false };
     }
   } catch (error) {

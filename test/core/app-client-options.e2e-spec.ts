@@ -15,7 +15,8 @@ import {
   type NodeSpec,
 } from '../../lib/index.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { otherIoredis, QUICK_CLOSE } from '../support/other-ioredis.js';
+import { otherIoredis, otherIoredisCluster, QUICK_CLOSE } from '../support/other-ioredis.js';
+import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { until } from '../support/until.js';
 import { TEST_NODE_TIMEOUT } from '../support/timeouts.js';
 import { TcpProxy } from '../faults/tcp-proxy.js';
@@ -155,6 +156,32 @@ describe('clients with an offline queue, reconnecting to a node that accepts but
       expect(performance.now() - started).toBeLessThan(1500);
     } finally {
       await proxy.stop();
+    }
+  });
+});
+
+describe('a Cluster client of the application (offline queue by default) whose servers are all gone', () => {
+  it('fails a call at once while it reconnects, and is not listed as scanned (it knew no master to scan)', async () => {
+    const Cluster = await otherIoredisCluster();
+    const shards = await RedisClusterFleet.start(3);
+    const cluster = new Cluster(shards.seeds, { redisOptions: QUICK_CLOSE });
+    cluster.on('error', () => undefined);
+    try {
+      const locks = redlock([cluster as unknown as RedisClass, ...appClients().slice(0, 2)]);
+      await (await locks.acquire('cluster-gone', 10_000, once)).release();
+      // Answered by all three (the Cluster too, after the commands it had queued while connecting).
+      expect((await locks.inspect('cluster-gone')).nodes.map((node) => node.state)).toEqual(['free', 'free', 'free']);
+      await shards.stop();
+      // ioredis tries again and again to reach a seed; its commands wait meanwhile in its offline queue.
+      await until(() => cluster.status === 'reconnecting', 'the Cluster client reconnecting');
+      const seen = await locks.inspect('cluster-gone');
+      expect(seen.nodes.map((node) => node.state)).toEqual(['error', 'free', 'free']);
+      const started = performance.now();
+      expect((await locks.list('*')).scanned).toBe(2);
+      expect(performance.now() - started).toBeLessThan(1500);
+    } finally {
+      cluster.disconnect();
+      await shards.stop();
     }
   });
 });

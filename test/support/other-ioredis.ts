@@ -1,6 +1,6 @@
 import { cpSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Redis as RedisClass, RedisOptions } from 'ioredis';
+import type { Cluster as ClusterClass, ClusterNode, ClusterOptions, Redis as RedisClass, RedisOptions } from 'ioredis';
 
 /**
  * For a test's own ioredis clients, where their closing is not what the test is
@@ -18,11 +18,23 @@ export const QUICK_CLOSE = { disconnectTimeout: 50 } as RedisOptions;
  * node_modules so that its own dependencies resolve to the installed ones.
  */
 export async function otherIoredis(): Promise<new (url: string, options?: RedisOptions) => RedisClass> {
+  return (await otherCopy()).Redis;
+}
+
+/** The Cluster class of that second copy. */
+export async function otherIoredisCluster(): Promise<new (seeds: ClusterNode[], options?: ClusterOptions) => ClusterClass> {
+  return (await otherCopy()).Cluster;
+}
+
+async function otherCopy() {
   const root = path.resolve('node_modules');
   const copy = path.join(root, '.cache', 'ioredis-copy', 'node_modules', 'ioredis');
   if (!existsSync(path.join(copy, 'package.json'))) cpSync(path.join(root, 'ioredis'), copy, { recursive: true });
   const module = (await import(path.join(copy, 'built', 'index.js'))) as {
-    default: { Redis: new (url: string, options?: RedisOptions) => RedisClass };
+    default: {
+      Redis: new (url: string, options?: RedisOptions) => RedisClass;
+      Cluster: new (seeds: ClusterNode[], options?: ClusterOptions) => ClusterClass;
+    };
   };
-  return module.default.Redis;
+  return module.default;
 }

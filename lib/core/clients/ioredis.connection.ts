@@ -110,7 +110,8 @@ export class IoredisConnection implements LockConnection {
     this.failsOver = !this.isCluster && Array.isArray(options.sentinels) && options.sentinels.length > 0;
     this.identity = this.isCluster ? clusterIdentity(client) : this.failsOver ? sentinelIdentity(options) : standaloneIdentity(options);
     this.#commands = options.keyPrefix ? unprefixed(this.#client) : asIs(this.#client);
-    this.#queuesOffline = !this.isCluster && options.enableOfflineQueue !== false;
+    // A Cluster's options name its own offline queue the same way.
+    this.#queuesOffline = options.enableOfflineQueue !== false;
   }
 
   get isReady(): boolean {
@@ -144,7 +145,9 @@ export class IoredisConnection implements LockConnection {
    * offline queue) fail at once. The application's own commands keep its queue.
    * A command sent while the first connection is being made waits for it, as
    * the first call waits for the first connections; one sent while a
-   * reconnect is made fails at once, as between connections.
+   * reconnect is made fails at once, as between connections. A Cluster client
+   * is between connections only once it lost every server: while some remain
+   * it is ready, and sends each command to its shard's connection.
    */
   #refusedWhileDown(done: Done): boolean {
     const error = this.#downError();
@@ -155,15 +158,15 @@ export class IoredisConnection implements LockConnection {
 
   /** Why a command must fail at once (see `#refusedWhileDown`), or `undefined`. */
   #downError(): Error | undefined {
-    if (!this.#queuesOffline) return undefined;
     const { status } = this.#client;
-    if (!BETWEEN_CONNECTIONS.has(status) && !(RECONNECTING.has(status) && this.#reconnects() > 0)) return undefined;
-    return new Error(`not connected (${status})`);
+    if (!this.#queuesOffline || status === 'ready') return undefined;
+    const down = BETWEEN_CONNECTIONS.has(status) || (RECONNECTING.has(status) && this.#reconnects() > 0);
+    return down ? new Error(`not connected (${status})`) : undefined;
   }
 
   /**
    * Connection attempts that failed since the client was last ready (ioredis
-   * counts them until one is ready): a reconnect under way, where a command
+   * counts them until one is ready, a Cluster client too): a reconnect under way, where a command
    * would wait in the offline queue as it does between connections. Private
    * in ioredis's types, but kept by every version since 4 and by iovalkey; a
    * client without it is waited for on every connection, as before.
