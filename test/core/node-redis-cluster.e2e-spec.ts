@@ -12,6 +12,7 @@ import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
 import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
 import { until } from '../support/until.js';
+import { checkedCommand } from '../support/resp.js';
 import { expectShardInEvictionWarning } from '../support/eviction.js';
 
 let cluster: RedisClusterFleet;
@@ -135,5 +136,39 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster as a lock node: $name',
     await Promise.all(clients.splice(0).map((c) => c.close()));
     // At most: a connection counted in `before` (an earlier count's own, say) may have closed since.
     await until(async () => (await shardConnections()) <= before, 'the wake-up connections closed');
+  });
+});
+
+describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster that lost every server: $name', (version) => {
+  it('fails a call at once while its shards reconnect, instead of queueing it until its timeout', async () => {
+    const shards = await RedisClusterFleet.start(3);
+    const nodeRedis = await connected(version.cluster(shards.seeds));
+    const locks = new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls] });
+    try {
+      await (await locks.acquire('nr-gone', 10_000, { retryCount: 0 })).release();
+      expect((await locks.inspect('nr-gone')).nodes.map((node) => node.state)).toEqual(['free', 'free', 'free']);
+      // Its wake-up connection made first: v4 keeps one it is still making open for ever, its cluster closed or not.
+      await until(
+        async () =>
+          (await Promise.all(shards.nodes.map((n) => checkedCommand(n.port, ['PUBSUB', 'CHANNELS', 'redlock:wake:*'])))).flat().length > 0,
+        'the wake-up channel subscribed',
+      );
+      await shards.stop();
+      await until(
+        () => nodeRedis.masters.every((master) => (master as { client?: { isReady?: boolean } }).client?.isReady === false),
+        "every shard's connection lost",
+      );
+      expect((await locks.inspect('nr-gone')).nodes.map((node) => node.state)).toEqual(['error', 'free', 'free']);
+      const started = performance.now();
+      expect((await locks.list('*')).scanned).toBe(2);
+      // The listing waited 5 s for the cluster.
+      expect(performance.now() - started).toBeLessThan(1500);
+    } finally {
+      await locks.close();
+      // Not closed: closing (QUIT, or waiting for what is queued) waits for servers that are gone.
+      if (nodeRedis.destroy) nodeRedis.destroy();
+      else await nodeRedis.disconnect!();
+      await shards.stop();
+    }
   });
 });

@@ -31,6 +31,8 @@ export interface NodeRedisCluster {
   on(event: string, listener: (...args: any[]) => void): unknown;
   close?(): Promise<unknown>;
   quit?(): Promise<unknown>;
+  destroy?(): void;
+  disconnect?(): Promise<unknown>;
 }
 
 export interface NodeRedisVersion {

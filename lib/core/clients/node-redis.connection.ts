@@ -46,12 +46,20 @@ interface ClientOptions {
   socket?: { host?: string; port?: number; path?: string; [option: string]: unknown };
 }
 
+/** A cluster's primary: `client` is the connection to it once made (v4: a promise while it is made; v5 and later: `connectPromise`). */
+interface Primary {
+  readonly host?: string;
+  readonly port?: number;
+  readonly client?: unknown;
+  readonly connectPromise?: unknown;
+}
+
 /** What the adapter uses of either kind of client, beside `sendCommand`. */
 interface Client extends EventSource {
   readonly isOpen: boolean;
   readonly isReady?: boolean;
   readonly options?: ClientOptions;
-  readonly masters?: readonly { host?: string; port?: number }[];
+  readonly masters?: readonly Primary[];
   readonly _options?: { rootNodes?: readonly { url?: string; socket?: ClientOptions['socket'] }[] };
   readonly v4?: { sendCommand(args: string[]): Promise<unknown> };
   sendCommand(...args: unknown[]): Promise<unknown>;
@@ -139,13 +147,28 @@ export class NodeRedisConnection implements LockConnection {
    * node-redis's offline queue (on by default) it would wait past any node
    * timeout, so a majority down took every retry's timeouts to say so instead
    * of failing at once as over the library's own ioredis connections (offline
-   * queue off). The application's own commands keep its queue.
+   * queue off). The application's own commands keep its queue. A cluster stays
+   * open while its servers are gone: it is down once every primary's connection
+   * was lost and is being made again (each shard's client queues offline too).
    */
   #refusedWhileDown(done: Done): boolean {
-    if (this.isReady) return false;
-    const error = new Error(`not connected (${this.state})`);
+    const error = this.#downError();
+    if (!error) return false;
     later(() => done(error));
     return true;
+  }
+
+  /** Why a command must fail at once (see `#refusedWhileDown`), or `undefined`. */
+  #downError(): Error | undefined {
+    if (!this.isReady) return new Error(`not connected (${this.state})`);
+    if (this.isCluster && this.#primariesLost()) return new Error('not connected (every primary reconnecting)');
+    return undefined;
+  }
+
+  /** Every primary's connection was made and is now lost: a shard's first connection, or one being made, is waited for. */
+  #primariesLost(): boolean {
+    const masters = this.#client.masters ?? [];
+    return masters.length > 0 && masters.every(isLost);
   }
 
   loadScripts(scripts: readonly Script[]): Promise<void> {
@@ -173,6 +196,8 @@ export class NodeRedisConnection implements LockConnection {
     const cluster = this.#client;
     return (cluster.masters ?? []).map((master) => async (cursor, match, count) => {
       const shard = await cluster.nodeClient!(master);
+      // A shard's lost connection would keep the SCAN in its offline queue for the listing's timeout.
+      if (shard.isReady === false) throw new Error('not connected (a primary reconnecting)');
       return decode(await shard.sendCommand(args(cursor, match, count), RAW));
     });
   }
@@ -220,6 +245,12 @@ export class NodeRedisConnection implements LockConnection {
   disconnect(): void {
     destroy(this.#client);
   }
+}
+
+/** A primary whose connection was made and is lost (node-redis makes it again); not one being made the first time. */
+function isLost({ client, connectPromise }: Primary): boolean {
+  if (connectPromise !== undefined || typeof client !== 'object' || client === null || 'then' in client) return false;
+  return (client as { isReady?: unknown }).isReady === false;
 }
 
 /** Closes a client at once; nothing if it is closed already. */
