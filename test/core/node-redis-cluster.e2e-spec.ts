@@ -172,3 +172,38 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster that lost every server:
     }
   });
 });
+
+// Not v4: its cluster makes the connection it subscribes on inside SUBSCRIBE, and one still being
+// made when the cluster is closed is left reconnecting for ever (see README).
+const CLOSABLE_MID_SUBSCRIBE = NODE_REDIS_VERSIONS.filter((version) => !version.name.startsWith('node-redis v4'));
+
+describe.each(CLOSABLE_MID_SUBSCRIBE)(
+  "a node-redis cluster whose servers stop answering before the wake-up subscription's reply: $name",
+  (version) => {
+    it('has its wake-up connection closed by close(), instead of left reconnecting (it kept the process alive)', async () => {
+      const shards = await RedisClusterFleet.start(3);
+      const nodeRedis = await connected(version.cluster(shards.seeds));
+      // The duplicate the lock client makes for wake-ups: once connected, the servers stop, so its SUBSCRIBE is never answered.
+      let subscriber: NodeRedisCluster | undefined;
+      const duplicate = nodeRedis.duplicate.bind(nodeRedis);
+      (nodeRedis as { duplicate: () => NodeRedisCluster }).duplicate = () => {
+        const made = duplicate();
+        const connect = made.connect.bind(made);
+        (made as { connect: () => Promise<unknown> }).connect = () =>
+          connect().then(async (value) => (await Promise.all(shards.nodes.map((n) => n.pause())), value));
+        return (subscriber = made);
+      };
+      const locks = new Redlock({ nodes: [nodeRedis as NodeSpec, ...standalone.urls] });
+      try {
+        await until(() => shards.nodes.every((n) => n.paused), 'the servers stopped after the subscriber connected');
+        await locks.close();
+        await until(() => subscriber!.isOpen === false, 'the wake-up connection closed');
+      } finally {
+        await Promise.all(shards.nodes.map((n) => n.resume()));
+        if (nodeRedis.destroy) nodeRedis.destroy();
+        else await nodeRedis.disconnect!();
+        await shards.stop();
+      }
+    });
+  },
+);

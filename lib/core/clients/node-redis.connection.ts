@@ -289,6 +289,9 @@ function subscribeClient(client: Client, channel: string, onMessage: (message: s
   };
 }
 
+/** How long a closed cluster subscriber waits for its SUBSCRIBE to settle before it is closed anyway, ms. */
+const SUBSCRIBE_WAIT = 1000;
+
 /** A duplicate of the cluster for wake-ups (a PUBLISH reaches every shard). */
 function subscribeCluster(cluster: Client, channel: string, onMessage: (message: string) => void): Subscription {
   let closed = false;
@@ -302,8 +305,14 @@ function subscribeCluster(cluster: Client, channel: string, onMessage: (message:
     confirmed,
     close: () => {
       closed = true;
-      // A cluster's connect ends (it does not retry forever): close it once that settled.
-      void confirmed.then(() => destroy(subscriber));
+      // Closed once the SUBSCRIBE settled: the connection it subscribes on is made in it, and one
+      // closed while it is made stays open. Servers that stopped answering never settle it, and the
+      // subscriber, never closed, reconnected for ever and kept the process alive: so at the latest
+      // SUBSCRIBE_WAIT ms after close(), once its connect settled (a cluster's connect ends).
+      const close = () => destroy(subscriber);
+      const late = setTimeout(() => void connected.then(close, close), SUBSCRIBE_WAIT);
+      late.unref();
+      void confirmed.then(() => (clearTimeout(late), close()));
     },
   };
 }
