@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
+import { GlideClusterClient, type GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Redlock, ResourceBusyError } from '../../lib/index.js';
@@ -198,6 +198,29 @@ describe('a Redis Cluster through a GlideClusterClient as a lock node', () => {
       expect(performance.now() - released).toBeLessThan(1000);
     } finally {
       await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+});
+
+describe('a GlideClusterClient whose servers are all gone', () => {
+  it('is refused by a listing after one request timeout, not one per seed asked in turn', async () => {
+    const requestTimeout = 1000;
+    const shards = await RedisClusterFleet.start(3);
+    const client = await GlideClusterClient.createClient({ addresses: shards.seeds.map((s) => ({ ...s })), requestTimeout });
+    // No wake-up subscriber: closed with its servers gone, it waits a request timeout for its UNSUBSCRIBE, past the test's end.
+    const redlock = new Redlock({ nodes: [client, ...standaloneClients], fairWaiting: false });
+    try {
+      await (await redlock.acquire('glide-gone', 10_000, { retryCount: 0 })).release();
+      await shards.stop();
+      await until(async () => (await redlock.inspect('glide-gone')).nodes[0]!.state === 'error', 'the cluster failing commands');
+      const started = performance.now();
+      expect((await redlock.list('*')).scanned).toBe(2);
+      // Each of the 3 seeds waited for in turn: 3 request timeouts.
+      expect(performance.now() - started).toBeLessThan(2.5 * requestTimeout);
+    } finally {
+      await redlock.close();
+      client.close();
+      await shards.stop();
     }
   });
 });

@@ -9,16 +9,21 @@ export interface GlidePrimary {
 
 /**
  * The primaries of a cluster reached through GLIDE, which gives no handle per
- * shard: CLUSTER SLOTS, asked of the seed addresses in turn (each bounded by
- * the client's request timeout) and then of any node. A random node alone could
- * be the one that hangs, and the answer would then depend on the draw.
+ * shard: CLUSTER SLOTS, asked of every seed address and of any node at once,
+ * the first answer taken. A random node alone could be the one that hangs, and
+ * the answer would then depend on the draw; the seeds asked in turn took a
+ * request timeout each when the cluster's servers were all gone (GLIDE waits
+ * for an address it cannot reach), where it fails at once for any node.
  */
 export async function clusterPrimaries(send: GlideSend, asStrings: object, seeds: readonly GlidePrimary[]): Promise<GlidePrimary[]> {
-  for (const seed of seeds) {
-    const reply = await send(['CLUSTER', 'SLOTS'], { ...asStrings, route: { type: 'routeByAddress', ...seed } }).catch(() => undefined);
-    if (reply !== undefined) return primariesOf(reply);
+  const ask = (route: unknown) => send(['CLUSTER', 'SLOTS'], { ...asStrings, route });
+  const any = ask('randomNode');
+  try {
+    return primariesOf(await Promise.any([...seeds.map((seed) => ask({ type: 'routeByAddress', ...seed })), any]));
+  } catch {
+    // Every one failed: any node's error says why (GLIDE's "Connection in recovery", say).
+    return primariesOf(await any);
   }
-  return primariesOf(await send(['CLUSTER', 'SLOTS'], { ...asStrings, route: 'randomNode' }));
 }
 
 /** The distinct primaries of a CLUSTER SLOTS reply (`[start, end, [host, port, id], ...replicas]` per range). */
