@@ -5,7 +5,8 @@
 // Per scenario and build, one child process (5 local nodes, one client) locks in loops for
 // `--warmup` seconds, then for `--seconds` more under `--trace-gc-nvp`: the `promoted=` of
 // the minor GCs in that window, over the locks taken in it. Scenarios: one caller, and 8
-// callers, on distinct resources; 4 callers on one resource (1 ms holds, fair waiting).
+// callers, on distinct resources; 4 callers on one resource (1 ms holds, fair waiting); 8
+// callers on one semaphore of limit 4 (1 ms holds).
 // Then 64 callers on distinct resources for `--long` seconds: cycles per 3 s window, and
 // the mark-compacts in it (a PerformanceObserver on `gc` entries).
 import { execFileSync } from 'node:child_process';
@@ -20,10 +21,11 @@ const SCENARIOS = {
   'one caller, distinct resources': { callers: 1, shared: false },
   '8 callers, distinct resources': { callers: 8, shared: false },
   '4 callers, one resource, 1 ms holds': { callers: 4, shared: true },
+  '8 callers, one semaphore of limit 4, 1 ms holds': { callers: 8, shared: true, limit: 4 },
 };
 
 if (process.argv[2] === 'child') {
-  const { build, urls, callers, shared, warmup, seconds, long } = JSON.parse(process.argv[3]);
+  const { build, urls, callers, shared, limit, warmup, seconds, long } = JSON.parse(process.argv[3]);
   const { Redlock } = await import(build);
   const redlock = new Redlock({ nodes: urls, retryCount: shared ? 1_000_000 : 0 });
   let n = 0;
@@ -31,7 +33,11 @@ if (process.argv[2] === 'child') {
     Promise.all(
       Array.from({ length: count }, async () => {
         while (Date.now() < until) {
-          const lock = await redlock.acquire(shared ? 'heap:shared' : `heap:${n++ % 4096}`, 10_000);
+          const lock = await redlock.acquire(
+            shared ? `heap:shared${limit ? ':sem' : ''}` : `heap:${n++ % 4096}`,
+            10_000,
+            limit ? { limit } : {},
+          );
           if (shared) await sleep(1);
           await lock.release();
           onCycle();
