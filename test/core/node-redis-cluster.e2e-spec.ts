@@ -10,7 +10,7 @@ import { connectionFor } from '../../lib/core/clients/connection-for.js';
 import { ACQUIRE } from '../../lib/core/scripts.js';
 import { RedisClusterFleet } from '../support/redis-cluster.js';
 import { startFleet, type RedisFleet } from '../support/redis-fleet.js';
-import { closeClient, connected, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
+import { closeClient, connected, destroyClient, NODE_REDIS_VERSIONS, type NodeRedisCluster } from '../support/node-redis-clients.js';
 import { until } from '../support/until.js';
 import { checkedCommand } from '../support/resp.js';
 import { expectShardInEvictionWarning } from '../support/eviction.js';
@@ -165,9 +165,7 @@ describe.each(NODE_REDIS_VERSIONS)('a node-redis cluster that lost every server:
       expect(performance.now() - started).toBeLessThan(1500);
     } finally {
       await locks.close();
-      // Not closed: closing (QUIT, or waiting for what is queued) waits for servers that are gone.
-      if (nodeRedis.destroy) nodeRedis.destroy();
-      else await nodeRedis.disconnect!();
+      await destroyClient(nodeRedis);
       await shards.stop();
     }
   });
@@ -200,8 +198,7 @@ describe.each(CLOSABLE_MID_SUBSCRIBE)(
         await until(() => subscriber!.isOpen === false, 'the wake-up connection closed');
       } finally {
         await Promise.all(shards.nodes.map((n) => n.resume()));
-        if (nodeRedis.destroy) nodeRedis.destroy();
-        else await nodeRedis.disconnect!();
+        await destroyClient(nodeRedis);
         await shards.stop();
       }
     });

@@ -91,3 +91,12 @@ export async function closeClient(client: { isOpen: boolean; close?(): Promise<u
   if (!client.isOpen) return;
   await (client.close ? client.close() : client.quit!()).catch(() => undefined);
 }
+
+/**
+ * Closes a client or cluster of any version at once (v4: disconnect; v5 and later: destroy),
+ * where `closeClient` would wait for servers that are gone (QUIT, or what is queued).
+ */
+export async function destroyClient(client: { destroy?(): void; disconnect?(): Promise<unknown> }): Promise<void> {
+  if (client.destroy) client.destroy();
+  else await client.disconnect!();
+}
